@@ -1,0 +1,122 @@
+"""Latent blocks: a prior and the rule that turns summed site messages into a posterior.
+
+A block ``z_b`` has a prior ``p_b`` and a posterior ``q_b`` of the same family
+(mean field across blocks).  Every factor touching the block sends it a
+*message*, the sum of its sites in the block's natural-parameter space, and
+
+.. math:: \\lambda_b = \\eta_b + \\sum_k M_{kb}, \\qquad M_{kb} = \\sum_i \\tilde\\lambda_{kb}^{(i)}
+
+(seed 000, eq. 21).  For a plain exponential-family block the posterior is
+``family.from_natural(lambda_b)``.  Structured Gaussian priors (GP, state
+space; ``models/``) subclass :class:`Block` and replace the sum by their
+conjugate computation; their messages are per-point 1-D Gaussian sites.
+
+Every block also provides ``kl(q)``, the ``KL(q || p)`` term of the ELBO.
+"""
+
+import numpy as np
+
+import expfam
+from expfam import ExponentialFamily
+
+
+class InvalidPosterior(ValueError):
+    """Raised when summed sites leave the natural parameter space (e.g. a non-PD precision).
+
+    The engine catches it and backs off the step size; it never accepts such a
+    posterior.
+    """
+
+
+class Block:
+    """Protocol of a latent block.  Subclasses implement every method.
+
+    Attributes
+    ----------
+    name : str
+        The block's name in the model.
+    family : type
+        The posterior's family class (``expfam.Gaussian`` for structured Gaussian blocks).
+    """
+
+    name = None
+    family = None
+    learns_hyperparameters = False
+
+    def zero_message(self):
+        """A message that contributes nothing: a tuple of zero arrays."""
+        raise NotImplementedError
+
+    def posterior(self, message):
+        """The posterior given the summed message; raises :class:`InvalidPosterior`."""
+        raise NotImplementedError
+
+    def kl(self, q):
+        """``KL(q || prior)``, a float summed over the block's batch."""
+        raise NotImplementedError
+
+    def initial_posterior(self):
+        """The posterior before any factor has spoken: the prior."""
+        return self.posterior(self.zero_message())
+
+    def learn_hyperparameters(self, message):
+        """Update the prior's hyperparameters with the sites held fixed (structured priors).
+
+        Returns True if anything changed.  Plain exponential-family blocks have
+        no hyperparameters to learn.
+        """
+        return False
+
+    def state(self):
+        """Arrays (name -> array) that a saved fit needs to restore this block (e.g. learned
+        hyperparameters)."""
+        return {}
+
+    def set_state(self, state):
+        """Restore :meth:`state`."""
+
+
+class ExpFamBlock(Block):
+    """A block whose prior is an exponential-family object (any registered family).
+
+    Parameters
+    ----------
+    name : str
+    prior : expfam.ExponentialFamily
+        The prior, possibly batched (e.g. ``Gamma`` with batch shape ``(K,)``).
+    """
+
+    def __init__(self, name, prior):
+        if not isinstance(prior, ExponentialFamily):
+            raise ValueError(
+                f"latents[{name!r}] must be an expfam distribution or a structured prior; "
+                f"got {type(prior).__name__}"
+            )
+        self.name = name
+        self.prior = prior
+        self.family = type(prior)
+
+    def zero_message(self):
+        return tuple(np.zeros_like(p) for p in self.prior.natural)
+
+    def posterior(self, message):
+        natural = expfam.tree_add(self.prior.natural, message)
+        if not all(np.all(np.isfinite(p)) for p in natural):
+            raise InvalidPosterior(f"block {self.name!r}: natural parameters are not finite")
+        if not np.all(self.family.is_valid_natural(natural)):
+            raise InvalidPosterior(
+                f"block {self.name!r}: natural parameters left the valid set of "
+                f"{self.family.__name__}"
+            )
+        return self.family.from_natural(natural, validate=False)
+
+    def kl(self, q):
+        return float(np.sum(q.kl(self.prior)))
+
+
+def as_block(name, prior):
+    """Wrap a user's prior as a :class:`Block` (structured priors already are blocks)."""
+    if isinstance(prior, Block):
+        prior.name = name
+        return prior
+    return ExpFamBlock(name, prior)

@@ -1,0 +1,302 @@
+"""The CVI loop: site updates, step-size control, ELBO tracking, minibatches.
+
+One iteration sweeps the blocks that factors touch.  For block ``b`` every
+factor ``k`` touching it is evaluated at the current posterior ``q``, giving
+site targets ``g_kb``, and (seed 000, eqs. 14 and 21)
+
+* full batch and ``minibatch="sites"``: ``s_kb[i] <- (1 - rho) s_kb[i] + rho g_kb[i]``
+  for the chosen points, ``M_kb = sum_i s_kb[i]``;
+* ``minibatch="svi"``: ``M_kb <- (1 - rho) M_kb + rho (N / |B|) sum_{i in B} g_kb[i]``;
+
+then ``q_b`` is recomputed from ``eta_b + sum_k M_kb``.  Sweeping block by block
+with ``rho = 1`` on conjugate factors is exactly variational message passing.
+With the adaptive rule a proposal is accepted only if the exact ELBO does not
+decrease; a proposal outside the natural parameter space is never accepted.
+"""
+
+import time
+import warnings
+
+import numpy as np
+
+from expfam import tree_add, tree_lerp, tree_scale, tree_sub
+
+from .blocks import InvalidPosterior
+from .steps import resolve_step
+from .warnings import ConvergenceWarning, StepBackoffWarning
+
+_MIN_BACKOFF_RHO = 1e-14
+
+
+class Engine:
+    """Mutable state of one fit.  Built and driven by :meth:`inference.Model.fit`."""
+
+    def __init__(self, model, step=None, batch_size=None, minibatch="svi", seed=0):
+        self.model = model
+        self.blocks = model.blocks
+        self.factors = model.factors
+        self.touching = {
+            b: [k for k, f in enumerate(self.factors) if b in f.block_names] for b in self.blocks
+        }
+        self.order = [b for b in self.blocks if self.touching[b]]
+        self.batch_size = _check_batch_size(batch_size)
+        if minibatch not in ("svi", "sites"):
+            raise ValueError(f"minibatch must be 'svi' or 'sites'; got {minibatch!r}")
+        self.minibatch = minibatch if self.batch_size is not None else None
+        if self.minibatch == "svi":
+            for f in self.factors:
+                if f.local_blocks():
+                    raise ValueError(
+                        f"minibatch='svi' scales messages by N/|B|, which is wrong for local blocks; "
+                        f"{f.describe()} has local blocks {list(f.local_blocks())}: use minibatch='sites'"
+                    )
+        self.stochastic = any(f.stochastic for f in self.factors) or self.batch_size is not None
+        self.rule = resolve_step(step, self.stochastic)
+        self.rng = np.random.default_rng(seed)
+        self.sites = [f.init_sites({b: self.blocks[b] for b in f.block_names}) for f in self.factors]
+        self.messages = [
+            {b: self.blocks[b].zero_message() for b in f.block_names} for f in self.factors
+        ]
+        self.orders = [None] * len(self.factors)
+        self.positions = [0] * len(self.factors)
+        self.iteration = 0
+        self.elbo_trace, self.rho_trace = [], []
+        self.n_backoffs = 0
+        self._cache = [None] * len(self.factors)
+        self._kl_cache = {}
+        self.q = None
+
+    # ------------------------------------------------------------------ state
+    def refresh_posterior(self):
+        """Recompute every block's posterior from the stored messages."""
+        self.q = {b: self.blocks[b].posterior(self._total_message(b)) for b in self.blocks}
+
+    def _total_message(self, b, replace=None):
+        total = self.blocks[b].zero_message()
+        for k in self.touching[b]:
+            msg = replace[k] if replace is not None and k in replace else self.messages[k][b]
+            total = tree_add(total, msg)
+        return total
+
+    # ------------------------------------------------------------------ evaluation
+    def _evaluate(self, k, q, index):
+        factor = self.factors[k]
+        key = tuple(q[b] for b in factor.block_names)
+        cached = self._cache[k]
+        if cached is not None and cached[1] is index and all(a is b for a, b in zip(cached[0], key)):
+            return cached[2]
+        result = factor.evaluate(q, index=index, rng=self.rng)
+        self._cache[k] = (key, index, result)
+        return result
+
+    def _kl(self, b, qb):
+        cached = self._kl_cache.get(b)
+        if cached is not None and cached[0] is qb:
+            return cached[1]
+        value = self.blocks[b].kl(qb)
+        self._kl_cache[b] = (qb, value)
+        return value
+
+    def elbo(self, q, batches):
+        """ELBO at ``q``: exact in full batch, the N/|B|-scaled estimate with minibatches."""
+        total = 0.0
+        for k, factor in enumerate(self.factors):
+            index = batches[k]
+            scale = 1.0 if index is None else factor.n_data / len(index)
+            total += scale * self._evaluate(k, q, index).expected_log
+        return total - sum(self._kl(b, q[b]) for b in self.blocks)
+
+    # ------------------------------------------------------------------ minibatches
+    def next_batches(self):
+        """The data points each factor sees this iteration (None: all of them)."""
+        if self.batch_size is None:
+            return [None] * len(self.factors)
+        batches = []
+        for k, factor in enumerate(self.factors):
+            n = factor.n_data
+            if n <= self.batch_size:
+                batches.append(None)
+                continue
+            if self.orders[k] is None or self.positions[k] + self.batch_size > n:
+                self.orders[k] = self.rng.permutation(n)
+                self.positions[k] = 0
+            start = self.positions[k]
+            batches.append(np.sort(self.orders[k][start:start + self.batch_size]))
+            self.positions[k] = start + self.batch_size
+        return batches
+
+    # ------------------------------------------------------------------ updates
+    def _propose(self, b, k, target, index, rho):
+        """New (sites, message) of factor ``k`` for block ``b`` after a step of size ``rho``."""
+        factor = self.factors[k]
+        sites, message = self.sites[k][b], self.messages[k][b]
+        if index is None:
+            new_sites = tree_lerp(sites, target, rho)
+            return new_sites, factor.message(b, new_sites)
+        old_rows = tuple(s[index] for s in sites)
+        if self.minibatch == "svi":
+            new_rows = target
+            scaled = tree_scale(factor.message(b, target, index), factor.n_data / len(index))
+            new_message = tree_lerp(message, scaled, rho)
+        else:
+            new_rows = tree_lerp(old_rows, target, rho)
+            delta = tree_sub(factor.message(b, new_rows, index), factor.message(b, old_rows, index))
+            new_message = tree_add(message, delta)
+        new_sites = tuple(s.copy() for s in sites)
+        for s, rows in zip(new_sites, new_rows):
+            s[index] = rows
+        return new_sites, new_message
+
+    def update_block(self, b, batches, current_elbo):
+        """One damped site update of block ``b``; returns (rho used or 0.0, new ELBO)."""
+        ks = self.touching[b]
+        targets = {k: self._evaluate(k, self.q, batches[k]).targets[b] for k in ks}
+        rho = self.rule.rho(self.iteration)
+        warned = False
+        while True:
+            proposals = {k: self._propose(b, k, targets[k], batches[k], rho) for k in ks}
+            try:
+                qb = self.blocks[b].posterior(
+                    self._total_message(b, {k: p[1] for k, p in proposals.items()})
+                )
+            except InvalidPosterior as err:
+                self.n_backoffs += 1
+                rho *= 0.5
+                if rho < _MIN_BACKOFF_RHO:
+                    raise RuntimeError(
+                        f"block {b!r}: no step size keeps the posterior valid ({err}); "
+                        "the current state itself may be invalid"
+                    ) from err
+                if not self.rule.adaptive and not warned:
+                    warnings.warn(
+                        f"block {b!r}: step shortened because the full step left the valid "
+                        f"parameter set ({err})", StepBackoffWarning, stacklevel=4,
+                    )
+                    warned = True
+                continue
+            q_new = dict(self.q)
+            q_new[b] = qb
+            new_elbo = None
+            if self.rule.adaptive:
+                new_elbo = self.elbo(q_new, batches)
+                slack = 1e-11 * max(1.0, abs(current_elbo))
+                if not np.isfinite(new_elbo) or new_elbo < current_elbo - slack:
+                    rho = self.rule.rejected(rho)
+                    if rho < self.rule.min_rho:
+                        return 0.0, current_elbo
+                    continue
+            for k, (new_sites, new_message) in proposals.items():
+                self.sites[k][b] = new_sites
+                self.messages[k][b] = new_message
+            self.q = q_new
+            self.rule.accepted(rho)
+            return rho, new_elbo
+
+    def sweep(self):
+        """One iteration over all blocks; returns (ELBO after the sweep, smallest rho used)."""
+        batches = self.next_batches()
+        if self.stochastic:
+            self._cache = [None] * len(self.factors)
+        current = self.elbo(self.q, batches) if self.rule.adaptive else None
+        rhos = []
+        for b in self.order:
+            rho, current = self.update_block(b, batches, current)
+            rhos.append(rho)
+        elbo = current if current is not None else self.elbo(self.q, batches)
+        self.iteration += 1
+        return elbo, min(rhos) if rhos else 0.0
+
+    def learn_hyperparameters(self):
+        """Let structured blocks update their hyperparameters with the sites held fixed."""
+        changed = False
+        for b in self.order:
+            if self.blocks[b].learns_hyperparameters:
+                changed |= bool(self.blocks[b].learn_hyperparameters(self._total_message(b)))
+        if changed:
+            self._kl_cache.clear()
+            self.refresh_posterior()
+        return changed
+
+
+def run(engine, max_iter, tol, callback=None, progress=False, warn=True):
+    """Drive ``engine`` until the relative ELBO change is below ``tol`` or ``max_iter``.
+
+    Returns
+    -------
+    converged : bool
+    timings : dict
+        ``total`` seconds and ``per_iteration`` (list of seconds).
+    """
+    from .callbacks import IterationInfo
+
+    learns = any(engine.blocks[b].learns_hyperparameters for b in engine.order)
+    if engine.stochastic and learns:
+        raise ValueError("hyperparameter learning needs a deterministic fit (no minibatches)")
+    bar = _progress_bar(max_iter, progress)
+    per_iteration, start = [], time.perf_counter()
+    previous = None
+    if not engine.stochastic:
+        if not engine.elbo_trace:
+            engine.elbo_trace.append(float(engine.elbo(engine.q, [None] * len(engine.factors))))
+            engine.rho_trace.append(0.0)
+        previous = engine.elbo_trace[-1]
+    converged = False
+    window = []
+    for _ in range(max_iter):
+        t0 = time.perf_counter()
+        elbo, rho = engine.sweep()
+        per_iteration.append(time.perf_counter() - t0)
+        engine.elbo_trace.append(float(elbo))
+        engine.rho_trace.append(float(rho))
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix(elbo=f"{elbo:.6g}", rho=f"{rho:.3g}")
+        if engine.stochastic:
+            window.append(elbo)
+            converged = _stochastic_converged(window, tol)
+        else:
+            converged = abs(elbo - previous) <= tol * max(abs(elbo), 1e-300)
+            previous = elbo
+        if converged and learns and engine.learn_hyperparameters():
+            previous = engine.elbo(engine.q, [None] * len(engine.factors))
+            engine.elbo_trace.append(float(previous))
+            engine.rho_trace.append(0.0)
+            converged = False
+        if callback is not None:
+            info = IterationInfo(engine.iteration, float(elbo), float(rho), dict(engine.q))
+            if callback(info):
+                break
+        if converged:
+            break
+    if bar is not None:
+        bar.close()
+    if not converged and warn:
+        warnings.warn(
+            f"the fit stopped at max_iter={max_iter} before the relative ELBO change fell "
+            f"below tol={tol}", ConvergenceWarning, stacklevel=3,
+        )
+    return converged, {"total": time.perf_counter() - start, "per_iteration": per_iteration}
+
+
+def _stochastic_converged(window, tol, length=20):
+    """Stochastic fits: compare the mean ELBO of the last two windows of ``length`` iterations."""
+    if len(window) < 2 * length:
+        return False
+    recent, before = np.mean(window[-length:]), np.mean(window[-2 * length:-length])
+    return abs(recent - before) <= tol * abs(recent)
+
+
+def _progress_bar(total, progress):
+    if not progress:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc="efvi fit", leave=False)
+
+
+def _check_batch_size(batch_size):
+    if batch_size is None:
+        return None
+    if isinstance(batch_size, bool) or int(batch_size) != batch_size or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive integer or None; got {batch_size!r}")
+    return int(batch_size)

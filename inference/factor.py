@@ -1,0 +1,150 @@
+"""The factor protocol: what the CVI engine asks of every likelihood term.
+
+A factor ``f_k`` touches one or more latent blocks (``roles`` maps its role
+names, e.g. ``"on"`` or ``"precision"``, to block names) and holds ``n_data``
+data points.  For each block ``b`` it touches, it keeps one *site* per data
+point: the natural parameter of its local exponential-family approximation
+(seed 000, eqs. 18-21), stored with the data index first.  A factor may store a
+site compactly (a GLM stores a 1-D Gaussian per point, not a ``D x D`` matrix),
+as long as its :meth:`Factor.message` -- the sum of the sites in the block's
+natural-parameter space -- is *linear* in the stored arrays, so that the
+engine can interpolate sites with ``(1 - rho) s + rho g``.
+
+At the current posterior ``q`` a factor returns a :class:`FactorEval`: its
+expected log-density ``E_q[log f_k]`` (exact where possible) and, per block,
+the *targets* ``g_kb = grad_{mu_b} E_q[log f_k]`` in the same per-point form
+as its sites.  For a conjugate factor the targets do not depend on ``q_b``, so
+one step with ``rho = 1`` is variational message passing.
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class FactorEval:
+    """A factor's evaluation at a posterior.
+
+    Attributes
+    ----------
+    expected_log : float
+        ``E_q[log f]`` summed over the evaluated data points (scaled by nothing).
+    targets : dict
+        Block name -> tuple of per-point arrays (leading dimension: the evaluated
+        data points), the natural-gradient targets of the sites.
+    stochastic : bool
+        True when the evaluation is a Monte Carlo estimate.
+    """
+
+    expected_log: float
+    targets: dict = field(default_factory=dict)
+    stochastic: bool = False
+
+
+class Factor:
+    """Base class of every factor.  Subclasses implement ``roles``-aware methods below.
+
+    Attributes
+    ----------
+    roles : dict
+        Role name -> block name.
+    n_data : int
+        Number of data points (sites per block).
+    stochastic : bool
+        Whether :meth:`evaluate` returns Monte Carlo estimates.
+    """
+
+    roles = {}
+    n_data = 1
+    stochastic = False
+
+    @property
+    def block_names(self):
+        """Names of the blocks this factor touches, in role order, without repeats."""
+        return list(dict.fromkeys(self.roles.values()))
+
+    def bind(self, blocks):
+        """Check that the blocks this factor touches have families it supports.
+
+        Parameters
+        ----------
+        blocks : dict
+            Block name -> :class:`inference.blocks.Block` for every block the
+            factor touches.
+
+        Raises
+        ------
+        ValueError
+            If a family pairing is not supported, naming the factor, role,
+            block and family.
+        """
+
+    def _require_family(self, blocks, role, *families):
+        """Raise a named error unless the block in ``role`` has one of ``families``."""
+        block = blocks[self.roles[role]]
+        if block.family not in families:
+            expected = " or ".join(f.__name__ for f in families)
+            raise ValueError(
+                f"{self.describe()}: {role}={block.name!r} must be a {expected} block; "
+                f"got {block.family.__name__ if block.family else type(block).__name__} "
+                "(this factor/family pairing is not supported)"
+            )
+        return block
+
+    def init_sites(self, blocks):
+        """Zero sites: block name -> tuple of arrays with leading dimension ``n_data``."""
+        raise NotImplementedError
+
+    def evaluate(self, q, index=None, rng=None):
+        """Expected log-factor and site targets at posterior ``q`` (dict name -> posterior).
+
+        ``index`` (int array) restricts the evaluation to those data points;
+        ``rng`` (``numpy.random.Generator``) drives Monte Carlo factors.
+        """
+        raise NotImplementedError
+
+    def message(self, block_name, sites, index=None):
+        """The sum over data points of ``sites`` in the block's natural-parameter space.
+
+        ``sites`` holds the rows ``index`` (all rows when ``index`` is None).
+        """
+        raise NotImplementedError
+
+    def site_view(self, sites):
+        """A user-facing view of this factor's sites (default: the raw dict)."""
+        return SiteView(sites)
+
+    def local_blocks(self):
+        """Blocks whose batch is indexed by this factor's data points (not summed over)."""
+        return ()
+
+    def describe(self):
+        """A short human-readable name for messages and summaries."""
+        roles = ", ".join(f"{k}={v!r}" for k, v in self.roles.items())
+        return f"{type(self).__name__}({roles})"
+
+
+class SiteView:
+    """Read-only access to one factor's sites: ``view[block_name]`` is a tuple of arrays.
+
+    Each array has the data index first, so ``view[block][j][i]`` is part ``j``
+    of data point ``i``'s site.
+    """
+
+    def __init__(self, sites):
+        self._sites = {k: tuple(np.asarray(a) for a in v) for k, v in sites.items()}
+
+    def __getitem__(self, block_name):
+        return self._sites[block_name]
+
+    def __iter__(self):
+        return iter(self._sites)
+
+    def keys(self):
+        """Names of the blocks with sites."""
+        return self._sites.keys()
+
+    def __repr__(self):
+        parts = ", ".join(f"{k}: {[a.shape for a in v]}" for k, v in self._sites.items())
+        return f"{type(self).__name__}({parts})"

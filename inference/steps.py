@@ -1,0 +1,172 @@
+"""Step-size rules for the CVI site update ``s <- (1 - rho) s + rho g``.
+
+Three rules, chosen by ``Model.fit(step=...)``:
+
+* :class:`Adaptive` (the default for deterministic fits): try ``rho``; accept if
+  the ELBO does not decrease, otherwise halve ``rho`` and retry from the same
+  state; after an accepted step ``rho`` grows back towards ``max_rho``.  With
+  conjugate factors every step with ``rho = 1`` is accepted (VMP).
+* :class:`Fixed`: a constant ``rho``.
+* :class:`Decaying`: Robbins-Monro ``rho_t = rho0 (1 + t / delay)^{-power}``,
+  the default when a factor is stochastic (Monte Carlo) or with minibatches.
+
+Whatever the rule, a step that leaves the natural parameter space (e.g. a
+precision that is not positive definite) is never accepted: the engine halves
+``rho`` until the posterior is valid and counts the back-offs.
+"""
+
+import numpy as np
+
+
+class StepRule:
+    """Base class of step-size rules."""
+
+    adaptive = False
+
+    def rho(self, iteration):
+        """The step size to try first at ``iteration`` (0-based)."""
+        raise NotImplementedError
+
+    def accepted(self, rho):
+        """Called after a step of size ``rho`` was accepted."""
+
+    def rejected(self, rho):
+        """Called after a step of size ``rho`` was rejected; returns the next ``rho`` to try."""
+        return 0.5 * rho
+
+    def state(self):
+        """JSON-serialisable state, for saving and resuming a fit."""
+        return {}
+
+    def set_state(self, state):
+        """Restore :meth:`state`."""
+
+
+class Fixed(StepRule):
+    """A constant step size ``rho`` in (0, 1]."""
+
+    def __init__(self, rho=1.0):
+        self._rho = _check_rho(rho, "rho")
+
+    def rho(self, iteration):
+        return self._rho
+
+    def __repr__(self):
+        return f"Fixed(rho={self._rho})"
+
+
+class Decaying(StepRule):
+    """Robbins-Monro schedule ``rho_t = rho0 * (1 + t / delay) ** (-power)``.
+
+    Parameters
+    ----------
+    rho0 : float in (0, 1]
+    delay : float > 0
+        Iterations before the decay takes hold.
+    power : float in (0.5, 1]
+        Robbins-Monro exponent (sum of rho diverges, sum of rho^2 converges).
+    """
+
+    def __init__(self, rho0=1.0, delay=10.0, power=0.7):
+        self.rho0 = _check_rho(rho0, "rho0")
+        if not (np.isfinite(delay) and delay > 0):
+            raise ValueError(f"delay must be a finite number > 0; got {delay!r}")
+        if not (0.5 < power <= 1.0):
+            raise ValueError(f"power must lie in (0.5, 1]; got {power!r}")
+        self.delay, self.power = float(delay), float(power)
+
+    def rho(self, iteration):
+        return self.rho0 * (1.0 + iteration / self.delay) ** (-self.power)
+
+    def __repr__(self):
+        return f"Decaying(rho0={self.rho0}, delay={self.delay}, power={self.power})"
+
+
+class Adaptive(StepRule):
+    """Accept a step if the ELBO does not decrease; otherwise shrink ``rho``.
+
+    Parameters
+    ----------
+    rho0 : float in (0, 1]
+        First step size tried.
+    grow : float >= 1
+        Factor applied to ``rho`` after an accepted step (capped at ``max_rho``).
+    shrink : float in (0, 1)
+        Factor applied after a rejected step.
+    max_rho : float in (0, 1]
+    min_rho : float > 0
+        Below this the fit stops with a warning: no step improves the ELBO.
+    """
+
+    adaptive = True
+
+    def __init__(self, rho0=1.0, grow=2.0, shrink=0.5, max_rho=1.0, min_rho=1e-10):
+        self.max_rho = _check_rho(max_rho, "max_rho")
+        self.rho0 = min(_check_rho(rho0, "rho0"), self.max_rho)
+        if not grow >= 1.0:
+            raise ValueError(f"grow must be >= 1; got {grow!r}")
+        if not 0.0 < shrink < 1.0:
+            raise ValueError(f"shrink must lie in (0, 1); got {shrink!r}")
+        if not 0.0 < min_rho < self.rho0:
+            raise ValueError(f"min_rho must lie in (0, rho0); got {min_rho!r}")
+        self.grow, self.shrink, self.min_rho = float(grow), float(shrink), float(min_rho)
+        self._current = self.rho0
+
+    def rho(self, iteration):
+        return self._current
+
+    def accepted(self, rho):
+        self._current = min(self.max_rho, rho * self.grow)
+
+    def rejected(self, rho):
+        return rho * self.shrink
+
+    def state(self):
+        return {"current": self._current}
+
+    def set_state(self, state):
+        self._current = float(state.get("current", self.rho0))
+
+    def __repr__(self):
+        return f"Adaptive(rho0={self.rho0}, grow={self.grow}, shrink={self.shrink})"
+
+
+def resolve_step(step, stochastic):
+    """Turn the ``step`` argument of ``fit`` into a :class:`StepRule`.
+
+    Parameters
+    ----------
+    step : "adaptive", "decaying", float, StepRule or None
+        ``None`` picks :class:`Adaptive` for deterministic fits and
+        :class:`Decaying` for stochastic ones.
+    stochastic : bool
+        Whether any factor is Monte Carlo or the fit uses minibatches.
+    """
+    if step is None:
+        return Decaying() if stochastic else Adaptive()
+    if isinstance(step, StepRule):
+        return step
+    if isinstance(step, str):
+        if step == "adaptive":
+            if stochastic:
+                raise ValueError(
+                    "step='adaptive' needs an exact ELBO; this fit is stochastic (Monte Carlo "
+                    "factors or minibatches): use step='decaying', a float, or a StepRule"
+                )
+            return Adaptive()
+        if step == "decaying":
+            return Decaying()
+        raise ValueError(f"step must be 'adaptive', 'decaying', a float or a StepRule; got {step!r}")
+    if isinstance(step, (int, float, np.floating)) and not isinstance(step, bool):
+        return Fixed(float(step))
+    raise ValueError(f"step must be 'adaptive', 'decaying', a float or a StepRule; got {step!r}")
+
+
+def _check_rho(rho, name):
+    try:
+        value = float(rho)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number in (0, 1]; got {rho!r}") from None
+    if not (0.0 < value <= 1.0):
+        raise ValueError(f"{name} must lie in (0, 1]; got {rho!r}")
+    return value

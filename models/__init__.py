@@ -1,0 +1,17 @@
+"""efvi models: likelihoods and structured priors on the shared Gaussian site path.
+
+* :mod:`models.likelihoods` -- ``p(y | a)`` for a scalar Gaussian latent ``a``,
+  with compiled Gauss-Hermite expectations;
+* :mod:`models.glm` -- ``GLM`` factors on a Gaussian weight block, and
+  scikit-learn-style estimators;
+* :mod:`models.gp` -- Gaussian-process priors, kernels and estimators;
+* :mod:`models.lds` -- linear-Gaussian state-space priors and Markov GPs with a
+  compiled Kalman smoother;
+* :class:`Observe` -- a likelihood on the values of a GP or state-space block.
+"""
+
+from . import glm, gp, lds, likelihoods
+from .observe import Observe
+from .sites import GaussianSiteFactor, GaussianSiteView
+
+__all__ = ["likelihoods", "glm", "gp", "lds", "Observe", "GaussianSiteFactor", "GaussianSiteView"]

@@ -1,0 +1,6 @@
+"""Generalised linear models: ``a_i = x_i^T w`` with a Gaussian (or diagonal Gaussian) weight block."""
+
+from .estimator import BayesianGLM, BayesianLogisticRegression
+from .factor import GLM
+
+__all__ = ["GLM", "BayesianGLM", "BayesianLogisticRegression"]

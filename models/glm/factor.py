@@ -1,0 +1,98 @@
+"""The GLM factor: ``y_i ~ p(y | a_i)`` with ``a_i = x_i^T w`` and a Gaussian block ``w``.
+
+The conjugate computation is Bayesian linear regression on the sites'
+pseudo-observations (DESIGN.md section 4):
+
+.. math:: \\Lambda = \\Lambda_0 + X^T \\operatorname{diag}(\\pi) X, \\qquad
+          \\Lambda m = \\Lambda_0 m_0 + X^T \\gamma,
+
+i.e. the message to a full-covariance Gaussian block is
+``(X^T gamma, -X^T diag(pi) X / 2)``, built with ``dsyrk``.  The marginals are
+``m_i = x_i^T m`` and ``v_i = ||L^{-1} x_i||^2`` with ``L`` the Cholesky factor
+of ``Lambda``.
+
+For a DiagonalGaussian block (mean field over weights) the natural gradient of
+``E[log p(y_i | a_i)]`` with respect to the diagonal mean parameters
+``(m_d, m_d^2 + v_d)`` is ``(x_i g_m + m * x_i^2 pi_i, -x_i^2 pi_i / 2)``; its first
+part depends on the current mean, so those sites also keep that ``(N, D)`` part
+(still no ``D x D`` per point).
+"""
+
+import numpy as np
+
+from expfam import DiagonalGaussian, Gaussian
+from expfam._validation import as_float
+
+from ..sites import GaussianSiteFactor
+from ._linalg import marginal_variances, weighted_gram
+
+
+class GLM(GaussianSiteFactor):
+    """A generalised linear model likelihood on a Gaussian weight block.
+
+    Parameters
+    ----------
+    likelihood : models.likelihoods.Likelihood
+        E.g. ``likelihoods.BernoulliLogit()`` or ``likelihoods.Gaussian(variance=0.1)``
+        or ``likelihoods.Gaussian(precision="tau")`` with a Gamma block ``tau``.
+    X : array_like, shape (N, D)
+        Design matrix (finite; include a column of ones for an intercept).
+    y : array_like, shape (N,)
+        Responses; NaN marks a missing one.
+    on : str
+        Name of the Gaussian or DiagonalGaussian block of weights, dimension D.
+    """
+
+    def __init__(self, likelihood, X, y, on="w"):
+        self.X = np.ascontiguousarray(as_float(X, "X", ndim_min=2))
+        if self.X.ndim != 2:
+            raise ValueError(f"X must have shape (N, D); got {self.X.shape}")
+        super().__init__(likelihood, y, on)
+        if self.y.shape[0] != self.X.shape[0]:
+            raise ValueError(f"y must have one entry per row of X ({self.X.shape[0]}); got {self.y.shape[0]}")
+
+    def bind(self, blocks):
+        super().bind(blocks)
+        block = self._require_family(blocks, "on", Gaussian, DiagonalGaussian)
+        dim = block.prior.natural[0].shape[-1]
+        if block.prior.batch_shape != () or dim != self.X.shape[1]:
+            raise ValueError(
+                f"{self.describe()}: block {block.name!r} must be a single Gaussian of dimension "
+                f"{self.X.shape[1]} (columns of X); got batch {block.prior.batch_shape}, dimension {dim}"
+            )
+        self.diagonal = block.family is DiagonalGaussian
+
+    def _rows(self, index):
+        return self.X if index is None else self.X[index]
+
+    def _marginals(self, q, index):
+        X = self._rows(index)
+        if self.diagonal:
+            return X @ q.mean, (X * X) @ q.var
+        mean, chol = gaussian_mean_and_precision_chol(q)
+        return X @ mean, marginal_variances(X, chol)
+
+    def _zero_sites(self):
+        zeros = (np.zeros(self.n_data), np.zeros(self.n_data))
+        return zeros + ((np.zeros_like(self.X),) if self.diagonal else ())
+
+    def _targets(self, q_block, natural_mean, precision, g_m, index):
+        if not self.diagonal:
+            return (natural_mean, precision)
+        X = self._rows(index)
+        return (natural_mean, precision,
+                X * g_m[:, None] + (X * X) * precision[:, None] * q_block.mean)
+
+    def _message(self, sites, index):
+        X = self._rows(index)
+        natural_mean, precision = sites[0], sites[1]
+        if self.diagonal:
+            return (sites[2].sum(axis=0), -0.5 * ((X * X).T @ precision))
+        return (X.T @ natural_mean, -0.5 * weighted_gram(X, precision))
+
+
+def gaussian_mean_and_precision_chol(q):
+    """Mean and lower Cholesky factor of the precision of a full Gaussian posterior."""
+    chol = np.linalg.cholesky(-2.0 * np.asarray(q.natural[1]))
+    mean = np.asarray(q.mean)
+    return mean, chol

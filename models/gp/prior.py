@@ -1,0 +1,164 @@
+"""The Gaussian-process prior as a latent block: ``f = (f(x_1), ..., f(x_N)) ~ N(mu_0, K)``.
+
+Factors on a GP block (:class:`models.Observe`) send per-point 1-D sites
+``(gamma_i, pi_i)``; the block's conjugate computation is GP regression with
+per-point noise (:func:`models.gp.solver.site_posterior`).  Its KL term is
+``KL(q || p) = sum_i E_q[log t_i(f_i)] - log Z``, so the ELBO is the site
+formula of DESIGN.md section 4.
+
+Hyperparameters (``learn_hyperparameters=True``) are learned by maximising
+``log Z(theta)`` with the sites held fixed, alternating with site updates (as
+BayesNewton and GPflow do).  At a fixed point of the sites, the ELBO's other
+terms have zero gradient with respect to the marginals, so
+``d ELBO / d theta = d log Z / d theta``; when both loops have converged the
+result is a stationary point of the ELBO in ``(q, theta)``.  The gradient is
+``(1/2) tr((alpha alpha^T - W) dK/dtheta)``, computed with one reverse pass of
+autograd through the kernel matrix.
+"""
+
+import autograd.numpy as anp
+import numpy as np
+from autograd import grad
+from scipy.optimize import minimize
+
+from expfam import Gaussian
+from expfam._validation import as_float
+from inference import Block
+
+from .kernels import Kernel
+from .solver import site_posterior
+
+
+class GPPosterior:
+    """Posterior of a GP block at its inputs.
+
+    Attributes
+    ----------
+    mean, var : ndarray, shape (N,)
+        Marginal means and variances of ``f(x_i)``.
+    log_normaliser : float
+        ``log Z`` of the prior times the sites.
+    """
+
+    def __init__(self, prior, solved, natural_mean, precision):
+        self._prior, self._solved = prior, solved
+        self.mean = solved.mean + prior.mean_value
+        self.var = solved.var
+        self.log_normaliser = solved.log_normaliser
+        self.natural_mean, self.precision = natural_mean, precision
+
+    @property
+    def batch_shape(self):
+        return self.mean.shape
+
+    def predict(self, X_new, full_cov=False):
+        """Predictive marginals of ``f`` at new inputs.
+
+        Parameters
+        ----------
+        X_new : array_like, shape (M, D)
+
+        Returns
+        -------
+        mean, var : ndarray, shape (M,)
+        """
+        kernel, X = self._prior.kernel, self._prior.X
+        cross = kernel(X, X_new)
+        mean = cross.T @ self._solved.alpha + self._prior.mean_value
+        var = kernel.diag(X_new) - self._solved.predictive_var_reduction(cross)
+        return mean, np.maximum(var, 0.0)
+
+    def __repr__(self):
+        return f"GPPosterior(n={self.mean.shape[0]})"
+
+
+class GP(Block):
+    """Gaussian-process prior on the function values at inputs ``X``.
+
+    Parameters
+    ----------
+    kernel : models.gp.kernels.Kernel
+    X : array_like, shape (N, D) or (N,)
+    mean : float
+        Constant prior mean.
+    learn_hyperparameters : bool
+        Learn the kernel's log hyperparameters by maximising the ELBO.
+    hyper_max_iter : int
+        L-BFGS iterations per hyperparameter round.
+    """
+
+    family = Gaussian
+
+    def __init__(self, kernel, X, mean=0.0, learn_hyperparameters=False, hyper_max_iter=20):
+        if not isinstance(kernel, Kernel):
+            raise ValueError(f"kernel must be a models.gp.kernels.Kernel; got {type(kernel).__name__}")
+        X = as_float(X, "X", ndim_min=1)
+        self.X = X[:, None] if X.ndim == 1 else X
+        if self.X.ndim != 2:
+            raise ValueError(f"X must have shape (N, D) or (N,); got {X.shape}")
+        self.mean_value = float(as_float(mean, "mean"))
+        self.learns_hyperparameters = bool(learn_hyperparameters)
+        self.hyper_max_iter = int(hyper_max_iter)
+        self._set_kernel(kernel)
+        self.n_points = self.X.shape[0]
+
+    def _set_kernel(self, kernel):
+        self.kernel = kernel
+        self._K = kernel(self.X)
+
+    @property
+    def prior(self):
+        """The prior as a Gaussian object (N-dimensional)."""
+        return Gaussian.from_mean_cov(np.full(self.n_points, self.mean_value), self._K)
+
+    def zero_message(self):
+        return (np.zeros(self.n_points), np.zeros(self.n_points))
+
+    def posterior(self, message):
+        natural_mean, precision = message
+        # sites on f = mu_0 + g  ->  sites on g with natural mean gamma - pi mu_0
+        shifted = natural_mean - precision * self.mean_value
+        solved = site_posterior(self._K, shifted, precision)
+        return GPPosterior(self, solved, natural_mean, precision)
+
+    def kl(self, q):
+        shift = self.mean_value
+        constant = np.sum(q.natural_mean * shift - 0.5 * q.precision * shift ** 2)
+        log_z = q.log_normaliser + constant
+        expected_log_sites = np.sum(q.natural_mean * q.mean - 0.5 * q.precision * (q.var + q.mean ** 2))
+        return float(expected_log_sites - log_z)
+
+    # ------------------------------------------------------------------ hyperparameters
+    def log_normaliser(self, log_params, message):
+        """``log Z(theta)`` and its gradient for log hyperparameters ``log_params``."""
+        kernel = self.kernel.with_log_params(log_params)
+        natural_mean, precision = message
+        shifted = natural_mean - precision * self.mean_value
+        solved = site_posterior(kernel(self.X), shifted, precision)
+        weights = np.outer(solved.alpha, solved.alpha) - solved.w_matrix()
+        matrix_fn = self.kernel.matrix_fn(self.X)
+        gradient = grad(lambda theta: 0.5 * anp.sum(weights * matrix_fn(theta)))(np.asarray(log_params, float))
+        return solved.log_normaliser, gradient
+
+    def learn_hyperparameters(self, message):
+        start = self.kernel.log_params
+
+        def objective(theta):
+            value, gradient = self.log_normaliser(theta, message)
+            return -value, -gradient
+
+        result = minimize(objective, start, jac=True, method="L-BFGS-B",
+                          options={"maxiter": self.hyper_max_iter})
+        if not np.all(np.isfinite(result.x)) or result.fun > objective(start)[0]:
+            return False
+        changed = not np.allclose(result.x, start, rtol=0, atol=1e-10)
+        if changed:
+            self._set_kernel(self.kernel.with_log_params(result.x))
+        return changed
+
+    def state(self):
+        return {"log_params": self.kernel.log_params}
+
+    def set_state(self, state):
+        if "log_params" in state:
+            self._set_kernel(self.kernel.with_log_params(np.asarray(state["log_params"])))

@@ -1,0 +1,147 @@
+"""The Gaussian site path shared by GLMs, Gaussian processes and state-space models.
+
+Data point ``i`` sees the Gaussian latent only through a scalar
+``a_i = H_i z`` with marginal ``N(a_i; m_i, v_i)``.  With ``E_i = E[log p(y_i|a_i)]``
+and its derivatives ``g_m = dE_i/dm_i``, ``g_v = dE_i/dv_i`` (a numba
+Gauss-Hermite kernel, or a closed form), the natural-gradient target of the
+site is a 1-D Gaussian in ``a``-space (DESIGN.md section 4; seed 000 eqs. 15-17):
+
+.. math:: \\pi_i = -2 g_v, \\qquad \\gamma_i = g_m + \\pi_i m_i,
+
+so the site is ``t_i(a) = exp(gamma_i a - pi_i a^2 / 2)`` -- pseudo-observation
+``gamma_i / pi_i`` with noise variance ``1 / pi_i``.  Each structure supplies
+only two things: the marginals ``(m_i, v_i)`` of its posterior, and the message
+that sums the sites into its own parameterisation (a Bayesian linear regression
+for a GLM, per-point noise for a GP, a Kalman pass for a state-space model).
+
+A Gaussian likelihood whose precision is a Gamma block (``likelihoods.Gaussian(
+precision="tau")``) is conjugate in both blocks: the precision's site of point
+``i`` is ``(1/2, -E[(y_i - a_i)^2] / 2)`` and the weights' site uses ``E[tau]``.
+Missing observations (NaN in ``y``) keep empty sites.
+"""
+
+import numpy as np
+
+from expfam import Gamma
+from inference import Factor, FactorEval
+from inference.factor import SiteView
+
+from .likelihoods import Likelihood
+from .likelihoods.gaussian import gaussian_expectations, gaussian_precision_site
+
+
+class GaussianSiteFactor(Factor):
+    """Base class: a likelihood on scalar projections of a Gaussian block.
+
+    Subclasses implement ``_marginals(q_block, index) -> (m, v)`` and
+    ``_message(gamma, pi, index) -> message`` for their structure.
+
+    Parameters
+    ----------
+    likelihood : models.likelihoods.Likelihood
+    y : array_like, shape (N,)
+        Observations; NaN marks a missing value (its site stays empty).
+    on : str
+        Name of the Gaussian (or structured Gaussian) block.
+    """
+
+    def __init__(self, likelihood, y, on):
+        if not isinstance(likelihood, Likelihood):
+            raise ValueError(
+                f"likelihood must be a models.likelihoods.Likelihood; got {type(likelihood).__name__}"
+            )
+        self.likelihood = likelihood
+        self.y = likelihood.validate_y(y, "y")
+        self.n_data = self.y.shape[0]
+        self.observed = ~np.isnan(self.y)
+        self.roles = {"on": on}
+        self.precision_block = getattr(likelihood, "precision_block", None)
+        if self.precision_block is not None:
+            self.roles["precision"] = self.precision_block
+
+    def bind(self, blocks):
+        if self.precision_block is not None:
+            block = self._require_family(blocks, "precision", Gamma)
+            if block.prior.batch_shape != ():
+                raise ValueError(f"{self.describe()}: the precision block must be a single Gamma; "
+                                 f"got batch shape {block.prior.batch_shape}")
+
+    def init_sites(self, blocks):
+        sites = {self.roles["on"]: self._zero_sites()}
+        if self.precision_block is not None:
+            sites[self.precision_block] = (np.zeros(self.n_data), np.zeros(self.n_data))
+        return sites
+
+    def _zero_sites(self):
+        return (np.zeros(self.n_data), np.zeros(self.n_data))
+
+    def evaluate(self, q, index=None, rng=None):
+        q_block = q[self.roles["on"]]
+        mean, var = self._marginals(q_block, index)
+        y = self.y if index is None else self.y[index]
+        targets = {}
+        if self.precision_block is not None:
+            e_log_tau, e_tau = q[self.precision_block].mean_params
+            expected, g_m, g_v = gaussian_expectations(mean, var, y, float(e_tau), float(e_log_tau))
+            targets[self.precision_block] = gaussian_precision_site(mean, var, y)
+        else:
+            lik = self.likelihood if index is None else self.likelihood.subset(index)
+            expected, g_m, g_v = lik._variational_expectations(mean, var, y)
+        precision = -2.0 * g_v
+        targets[self.roles["on"]] = self._targets(q_block, g_m + precision * mean, precision, g_m, index)
+        return FactorEval(float(np.sum(expected)), targets)
+
+    def _targets(self, q_block, natural_mean, precision, g_m, index):
+        """Site targets in this factor's stored form (default: ``(gamma, pi)``)."""
+        return (natural_mean, precision)
+
+    def message(self, block_name, sites, index=None):
+        if block_name == self.precision_block:
+            return (np.sum(sites[0]), np.sum(sites[1]))
+        return self._message(sites, index)
+
+    def site_view(self, sites):
+        natural_mean, precision = sites[self.roles["on"]][:2]
+        return GaussianSiteView(natural_mean, precision, extra={
+            b: s for b, s in sites.items() if b != self.roles["on"]
+        })
+
+    def _marginals(self, q_block, index):
+        raise NotImplementedError
+
+    def _message(self, sites, index):
+        raise NotImplementedError
+
+
+class GaussianSiteView(SiteView):
+    """Per-point 1-D Gaussian sites ``t_i(a) = exp(natural_mean_i a - precision_i a^2 / 2)``.
+
+    Attributes
+    ----------
+    natural_mean : ndarray, shape (N,)
+        ``gamma_i``.
+    precision : ndarray, shape (N,)
+        ``pi_i`` (zero for missing points; may be negative for non-log-concave likelihoods).
+    pseudo_obs : ndarray, shape (N,)
+        ``gamma_i / pi_i``, the pseudo-observation (NaN where ``pi_i = 0``).
+    pseudo_noise_var : ndarray, shape (N,)
+        ``1 / pi_i`` (inf where ``pi_i = 0``).
+    """
+
+    def __init__(self, natural_mean, precision, extra=None):
+        super().__init__({"a": (natural_mean, precision), **(extra or {})})
+        self.natural_mean = np.asarray(natural_mean)
+        self.precision = np.asarray(precision)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            nonzero = self.precision != 0
+            self.pseudo_obs = np.where(nonzero, self.natural_mean / np.where(nonzero, self.precision, 1.0), np.nan)
+            self.pseudo_noise_var = np.where(nonzero, 1.0 / np.where(nonzero, self.precision, 1.0), np.inf)
+
+    def __len__(self):
+        return self.precision.shape[0]
+
+    def __repr__(self):
+        return f"GaussianSiteView(n={len(self)})"
+
+
+__all__ = ["GaussianSiteFactor", "GaussianSiteView"]

@@ -1,0 +1,61 @@
+"""Test cases for the family contract tests, one module per family.
+
+Each module in this package calls :func:`register_case` once.  The contract
+tests in ``tests/expfam/test_contract.py`` are parametrised over
+``expfam.names()`` and fail for any registered family without a case here, so a
+new family cannot go untested.
+"""
+
+import importlib
+import pkgutil
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+CASES = {}
+
+
+@dataclass
+class FamilyCase:
+    """Everything the contract tests need to know about one family.
+
+    Attributes
+    ----------
+    family : type
+        The family class.
+    moderate : hypothesis strategy
+        Draws natural-parameter tuples in the "moderate" range of the issue
+        (e.g. Gamma shape 1e-2..1e3); the round trip must hold to 1e-10 there.
+    extreme : list of tuples
+        Natural-parameter tuples at the extremes (round trip to 1e-6, finite).
+    examples : list
+        Small batches of distribution objects built with readable constructors,
+        used for Monte Carlo, scipy and KL checks.
+    scipy_logpdf : callable(dist, z) -> array, optional
+        Independent reference log density (scipy.stats); ``None`` if scipy lacks it.
+    scipy_entropy : callable(dist) -> array, optional
+        Independent reference entropy.
+    invalid : list of (callable, str)
+        Calls that must raise ``ValueError`` whose message contains the string
+        (the argument's name).
+    mean_to_natural_rtol : float
+        Relative tolerance of the moderate round trip (1e-10 unless the issue says otherwise).
+    """
+
+    family: type
+    moderate: Any
+    extreme: list
+    examples: list
+    scipy_logpdf: Optional[Callable] = None
+    scipy_entropy: Optional[Callable] = None
+    invalid: list = field(default_factory=list)
+    mean_to_natural_rtol: float = 1e-10
+
+
+def register_case(case):
+    """Register a :class:`FamilyCase` under its family's registry name."""
+    CASES[case.family.name] = case
+    return case
+
+
+for _info in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_info.name}")
