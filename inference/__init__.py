@@ -7,10 +7,11 @@ the sum of its sites (seed 000, eq. 21).  Conjugate factors give VMP with
 ``rho = 1``; minibatches give SVI.
 """
 
+from . import baselines
 from .blocks import Block, ExpFamBlock, InvalidPosterior
 from .callbacks import IterationInfo
 from .conjugate import BinomialBeta, CategoricalDirichlet, GaussianMixture, GaussianWishart, PoissonGamma
-from .factor import Factor, FactorEval, SiteView
+from .factor import Factor, FactorEval, GaussianSiteView, SiteView
 from .generic import Enumerated, ExpectedLogFactor, MonteCarloFactor
 from .model import Model
 from .result import FitResult, Marginals
@@ -18,7 +19,8 @@ from .steps import Adaptive, Decaying, Fixed, StepRule
 from .warnings import ConvergenceWarning, StepBackoffWarning
 
 __all__ = [
-    "Model", "FitResult", "Marginals", "Factor", "FactorEval", "SiteView", "Block", "ExpFamBlock",
+    "baselines",
+    "Model", "FitResult", "Marginals", "Factor", "FactorEval", "SiteView", "GaussianSiteView", "Block", "ExpFamBlock",
     "InvalidPosterior", "IterationInfo", "Adaptive", "Decaying", "Fixed", "StepRule",
     "ConvergenceWarning", "StepBackoffWarning",
     "BinomialBeta", "CategoricalDirichlet", "GaussianMixture", "GaussianWishart", "PoissonGamma",

@@ -148,3 +148,42 @@ class SiteView:
     def __repr__(self):
         parts = ", ".join(f"{k}: {[a.shape for a in v]}" for k, v in self._sites.items())
         return f"{type(self).__name__}({parts})"
+
+
+class GaussianSiteView(SiteView):
+    """Sites that are 1-D Gaussians ``t_i(a) = exp(natural_mean_i a - precision_i a^2 / 2)``.
+
+    ``view[block]`` gives the raw arrays like any :class:`SiteView`; the
+    attributes describe the Gaussian block's sites.
+
+    Attributes
+    ----------
+    block : str
+        The Gaussian block the 1-D sites belong to.
+    natural_mean : ndarray, shape (N,)
+        ``gamma_i``.
+    precision : ndarray, shape (N,)
+        ``pi_i`` (zero for missing points; may be negative for non-log-concave likelihoods).
+    pseudo_obs : ndarray, shape (N,)
+        ``gamma_i / pi_i``, the pseudo-observation (NaN where ``pi_i = 0``).
+    pseudo_noise_var : ndarray, shape (N,)
+        ``1 / pi_i`` (inf where ``pi_i = 0``).
+    """
+
+    kind = "gaussian"
+
+    def __init__(self, sites, block):
+        super().__init__(sites)
+        self.block = block
+        self.natural_mean = np.asarray(sites[block][0])
+        self.precision = np.asarray(sites[block][1])
+        nonzero = self.precision != 0
+        safe = np.where(nonzero, self.precision, 1.0)
+        self.pseudo_obs = np.where(nonzero, self.natural_mean / safe, np.nan)
+        self.pseudo_noise_var = np.where(nonzero, 1.0 / safe, np.inf)
+
+    def __len__(self):
+        return self.precision.shape[0]
+
+    def __repr__(self):
+        return f"GaussianSiteView(block={self.block!r}, n={len(self)})"

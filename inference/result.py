@@ -115,6 +115,7 @@ class FitResult:
             "positions": state["positions"],
             "iteration": state["iteration"],
             "factor_names": state["factor_names"],
+            "site_views": [[getattr(v, "kind", "raw"), getattr(v, "block", None)] for v in self.sites],
         }
         arrays["__meta__"] = np.array(json.dumps(meta))
         with open(path, "wb") as fh:
@@ -159,10 +160,12 @@ class FitResult:
             "rng_state": meta["rng_state"], "iteration": meta["iteration"],
             "factor_names": meta["factor_names"],
         }
-        from .factor import SiteView
+        from .factor import GaussianSiteView, SiteView
 
+        views = [GaussianSiteView(s, block) if kind == "gaussian" else SiteView(s)
+                 for s, (kind, block) in zip(sites, meta["site_views"])]
         return cls(
-            posterior, [SiteView(s) for s in sites], arrays["elbo_trace"], arrays["rho_trace"],
+            posterior, views, arrays["elbo_trace"], arrays["rho_trace"],
             meta["n_iter"], meta["converged"], meta["n_backoffs"], meta["timings"], state,
         )
 

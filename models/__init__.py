@@ -12,6 +12,6 @@
 
 from . import glm, gp, lds, likelihoods
 from .observe import Observe
-from .sites import GaussianSiteFactor, GaussianSiteView
+from .sites import GaussianSiteFactor
 
-__all__ = ["likelihoods", "glm", "gp", "lds", "Observe", "GaussianSiteFactor", "GaussianSiteView"]
+__all__ = ["likelihoods", "glm", "gp", "lds", "Observe", "GaussianSiteFactor"]

@@ -24,7 +24,7 @@ import numpy as np
 
 from expfam import Gamma
 from inference import Factor, FactorEval
-from inference.factor import SiteView
+from inference.factor import GaussianSiteView
 
 from .likelihoods import Likelihood
 from .likelihoods.gaussian import gaussian_expectations, gaussian_precision_site
@@ -101,10 +101,7 @@ class GaussianSiteFactor(Factor):
         return self._message(sites, index)
 
     def site_view(self, sites):
-        natural_mean, precision = sites[self.roles["on"]][:2]
-        return GaussianSiteView(natural_mean, precision, extra={
-            b: s for b, s in sites.items() if b != self.roles["on"]
-        })
+        return GaussianSiteView(sites, self.roles["on"])
 
     def _marginals(self, q_block, index):
         raise NotImplementedError
@@ -113,35 +110,25 @@ class GaussianSiteFactor(Factor):
         raise NotImplementedError
 
 
-class GaussianSiteView(SiteView):
-    """Per-point 1-D Gaussian sites ``t_i(a) = exp(natural_mean_i a - precision_i a^2 / 2)``.
+def site_kl(natural_mean, precision, mean, var, log_normaliser):
+    r"""``KL(q || p)`` of a structured Gaussian posterior ``q = p prod_i t_i / Z``.
 
-    Attributes
+    .. math:: KL = \sum_i E_q[\log t_i(a_i)] - \log Z,
+              \quad E_q[\log t_i] = \gamma_i m_i - \pi_i (v_i + m_i^2) / 2,
+
+    so that the ELBO is the site formula of DESIGN.md section 4.
+
+    Parameters
     ----------
-    natural_mean : ndarray, shape (N,)
-        ``gamma_i``.
-    precision : ndarray, shape (N,)
-        ``pi_i`` (zero for missing points; may be negative for non-log-concave likelihoods).
-    pseudo_obs : ndarray, shape (N,)
-        ``gamma_i / pi_i``, the pseudo-observation (NaN where ``pi_i = 0``).
-    pseudo_noise_var : ndarray, shape (N,)
-        ``1 / pi_i`` (inf where ``pi_i = 0``).
+    natural_mean, precision, mean, var : ndarray, shape (N,)
+    log_normaliser : float
+
+    Returns
+    -------
+    float
     """
-
-    def __init__(self, natural_mean, precision, extra=None):
-        super().__init__({"a": (natural_mean, precision), **(extra or {})})
-        self.natural_mean = np.asarray(natural_mean)
-        self.precision = np.asarray(precision)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            nonzero = self.precision != 0
-            self.pseudo_obs = np.where(nonzero, self.natural_mean / np.where(nonzero, self.precision, 1.0), np.nan)
-            self.pseudo_noise_var = np.where(nonzero, 1.0 / np.where(nonzero, self.precision, 1.0), np.inf)
-
-    def __len__(self):
-        return self.precision.shape[0]
-
-    def __repr__(self):
-        return f"GaussianSiteView(n={len(self)})"
+    expected_log_sites = np.sum(natural_mean * mean - 0.5 * precision * (var + mean * mean))
+    return float(expected_log_sites - log_normaliser)
 
 
-__all__ = ["GaussianSiteFactor", "GaussianSiteView"]
+__all__ = ["GaussianSiteFactor", "site_kl"]

@@ -2,5 +2,6 @@
 
 from .estimator import BayesianGLM, BayesianLogisticRegression
 from .factor import GLM
+from .laplace import laplace
 
-__all__ = ["GLM", "BayesianGLM", "BayesianLogisticRegression"]
+__all__ = ["GLM", "BayesianGLM", "BayesianLogisticRegression", "laplace"]

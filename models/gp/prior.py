@@ -19,11 +19,13 @@ autograd through the kernel matrix.
 import autograd.numpy as anp
 import numpy as np
 from autograd import grad
-from scipy.optimize import minimize
 
 from expfam import Gaussian
 from expfam._validation import as_float
 from inference import Block
+
+from .._hyper import KernelHyperparameters
+from ..sites import site_kl
 
 from .kernels import Kernel
 from .solver import site_posterior
@@ -37,14 +39,17 @@ class GPPosterior:
     mean, var : ndarray, shape (N,)
         Marginal means and variances of ``f(x_i)``.
     log_normaliser : float
-        ``log Z`` of the prior times the sites.
+        ``log Z`` of the prior times the sites (on ``f``, prior mean included).
     """
 
     def __init__(self, prior, solved, natural_mean, precision):
         self._prior, self._solved = prior, solved
         self.mean = solved.mean + prior.mean_value
         self.var = solved.var
-        self.log_normaliser = solved.log_normaliser
+        shift = prior.mean_value
+        # log Z of the sites on f = mu_0 + g: the solver's (for g) plus the shift's constant
+        self.log_normaliser = solved.log_normaliser + float(
+            np.sum(natural_mean * shift - 0.5 * precision * shift ** 2))
         self.natural_mean, self.precision = natural_mean, precision
 
     @property
@@ -72,7 +77,7 @@ class GPPosterior:
         return f"GPPosterior(n={self.mean.shape[0]})"
 
 
-class GP(Block):
+class GP(KernelHyperparameters, Block):
     """Gaussian-process prior on the function values at inputs ``X``.
 
     Parameters
@@ -122,11 +127,7 @@ class GP(Block):
         return GPPosterior(self, solved, natural_mean, precision)
 
     def kl(self, q):
-        shift = self.mean_value
-        constant = np.sum(q.natural_mean * shift - 0.5 * q.precision * shift ** 2)
-        log_z = q.log_normaliser + constant
-        expected_log_sites = np.sum(q.natural_mean * q.mean - 0.5 * q.precision * (q.var + q.mean ** 2))
-        return float(expected_log_sites - log_z)
+        return site_kl(q.natural_mean, q.precision, q.mean, q.var, q.log_normaliser)
 
     # ------------------------------------------------------------------ hyperparameters
     def log_normaliser(self, log_params, message):
@@ -139,26 +140,3 @@ class GP(Block):
         matrix_fn = self.kernel.matrix_fn(self.X)
         gradient = grad(lambda theta: 0.5 * anp.sum(weights * matrix_fn(theta)))(np.asarray(log_params, float))
         return solved.log_normaliser, gradient
-
-    def learn_hyperparameters(self, message):
-        start = self.kernel.log_params
-
-        def objective(theta):
-            value, gradient = self.log_normaliser(theta, message)
-            return -value, -gradient
-
-        result = minimize(objective, start, jac=True, method="L-BFGS-B",
-                          options={"maxiter": self.hyper_max_iter})
-        if not np.all(np.isfinite(result.x)) or result.fun > objective(start)[0]:
-            return False
-        changed = not np.allclose(result.x, start, rtol=0, atol=1e-10)
-        if changed:
-            self._set_kernel(self.kernel.with_log_params(result.x))
-        return changed
-
-    def state(self):
-        return {"log_params": self.kernel.log_params}
-
-    def set_state(self, state):
-        if "log_params" in state:
-            self._set_kernel(self.kernel.with_log_params(np.asarray(state["log_params"])))

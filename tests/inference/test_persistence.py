@@ -25,7 +25,8 @@ def test_save_load_round_trip(tmp_path):
     np.testing.assert_array_equal(loaded.elbo_trace, fit.elbo_trace)
     np.testing.assert_allclose(loaded.posterior["w"].mean, fit.posterior["w"].mean, rtol=0)
     np.testing.assert_allclose(loaded.posterior["w"].cov, fit.posterior["w"].cov, rtol=0)
-    np.testing.assert_array_equal(loaded.sites[0]["a"][1], fit.sites[0].precision)
+    np.testing.assert_array_equal(loaded.sites[0].precision, fit.sites[0].precision)
+    np.testing.assert_array_equal(loaded.sites[0]["w"][0], fit.sites[0].natural_mean)
     assert loaded.n_iter == fit.n_iter and loaded.converged == fit.converged
     # the file holds no pickled objects
     with np.load(path, allow_pickle=False) as data:

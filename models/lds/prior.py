@@ -1,0 +1,183 @@
+"""Linear-Gaussian state-space priors as latent blocks: ``LDS`` and ``MarkovGP``.
+
+The prior is ``x_0 ~ N(m_0, P_0)``, ``x_t = A_t x_{t-1} + q_t``,
+``q_t ~ N(0, Q_t)``, and time step ``t`` is observed through the scalar
+``a_t = H_t x_t``.  Factors (:class:`models.Observe`) send per-step 1-D sites
+``(gamma_t, pi_t)``; the block's conjugate computation is one compiled Kalman
+filter and RTS smoother pass over the sites (:mod:`models.lds.smoother`), which
+returns the marginals of ``a_t`` and ``log Z``, at ``O(T d^3)`` cost.  The
+matrices are validated once, when the block is built; each iteration then
+calls the compiled kernels directly.
+
+A Markov GP is the state-space form of a GP with a Matern (or sum of Matern)
+kernel of time: ``A_t = expm(F dt_t)``, ``Q_t = Pinf - A_t Pinf A_t^T``,
+``m_0 = 0``, ``P_0 = Pinf``.  Its hyperparameters are learned like the GP's
+(:mod:`models.gp.prior`): maximise ``log Z(theta)`` with the sites fixed; the
+gradient comes from Fisher's identity (:mod:`models.lds.fisher_identity`).
+"""
+
+import numpy as np
+
+from expfam import Gaussian
+from expfam._validation import as_float
+from inference import Block, InvalidPosterior
+
+from .._hyper import KernelHyperparameters
+from ..sites import site_kl
+from . import _kernels
+from .fisher_identity import log_normaliser_grad
+from .smoother import STATUS_OK, _validate, kalman_smoother
+
+
+class StateSpacePosterior:
+    """Posterior of a state-space block.
+
+    Attributes
+    ----------
+    mean, var : ndarray, shape (T,)
+        Smoothed marginals of ``a_t = H_t x_t`` (``f(t)`` for a Markov GP).
+    log_normaliser : float
+        ``log Z`` of the prior times the sites.
+    """
+
+    def __init__(self, prior, mean, var, log_normaliser, natural_mean, precision):
+        self._prior = prior
+        self.mean, self.var, self.log_normaliser = mean, var, log_normaliser
+        self.natural_mean, self.precision = natural_mean, precision
+        self._states = None
+
+    @property
+    def batch_shape(self):
+        return self.mean.shape
+
+    def _smoothed(self):
+        if self._states is None:
+            self._states = self._prior.smoother(self.natural_mean, self.precision)
+        return self._states
+
+    @property
+    def state_means(self):
+        """Smoothed state means ``E[x_t]``, shape (T, d) (computed on first access)."""
+        return self._smoothed().means
+
+    @property
+    def state_covs(self):
+        """Smoothed state covariances, shape (T, d, d) (computed on first access)."""
+        return self._smoothed().covs
+
+    def __repr__(self):
+        return f"StateSpacePosterior(T={self.mean.shape[0]})"
+
+
+class StateSpacePrior(Block):
+    """Base class of state-space blocks; subclasses set the validated matrices with :meth:`_set_model`."""
+
+    family = Gaussian
+
+    def _set_model(self, transition, process_cov, obs_row, init_mean, init_cov, n_steps):
+        zeros = np.zeros(n_steps)
+        _, _, self.H, self.A, self.Q, self.m0, self.P0 = _validate(
+            zeros, zeros, obs_row, transition, process_cov, init_mean, init_cov
+        )
+        self.n_points = n_steps
+        self.state_dim = self.m0.shape[0]
+
+    def zero_message(self):
+        return (np.zeros(self.n_points), np.zeros(self.n_points))
+
+    def posterior(self, message):
+        natural_mean = np.ascontiguousarray(message[0], dtype=float)
+        precision = np.ascontiguousarray(message[1], dtype=float)
+        T, d = self.n_points, self.state_dim
+        means, covs = np.empty((T, d)), np.empty((T, d, d))
+        a_mean, a_var = np.empty(T), np.empty(T)
+        log_z, status, step = _kernels._filter(natural_mean, precision, self.H, self.A, self.Q, self.m0,
+                                               self.P0, means, covs, a_mean, a_var)
+        if status == STATUS_OK:
+            status, step = _kernels._smooth(self.H, self.A, self.Q, means, covs, np.empty((0, d, d)),
+                                            a_mean, a_var, False)
+        if status != STATUS_OK:
+            raise InvalidPosterior(f"block {self.name!r}: the sites make the state-space posterior "
+                                   f"invalid at time step {step}")
+        return StateSpacePosterior(self, a_mean, a_var, float(log_z), natural_mean, precision)
+
+    def smoother(self, natural_mean, precision):
+        """Full smoother output (states, covariances, cross-covariances) for these sites."""
+        return kalman_smoother(natural_mean, precision, self.H, self.A, self.Q, self.m0, self.P0)
+
+    def kl(self, q):
+        return site_kl(q.natural_mean, q.precision, q.mean, q.var, q.log_normaliser)
+
+
+class LDS(StateSpacePrior):
+    """A general linear-Gaussian state-space prior observed through ``a_t = H_t x_t``.
+
+    Parameters
+    ----------
+    transition : array_like, shape (d, d) or (T, d, d)
+        ``A_t`` (``A_0`` unused); constant if 2-D.
+    process_cov : array_like, shape (d, d) or (T, d, d)
+        ``Q_t``, positive semi-definite; constant if 2-D.
+    obs_row : array_like, shape (d,) or (T, d)
+        ``H_t``.
+    init_mean : array_like, shape (d,)
+    init_cov : array_like, shape (d, d)
+    n_steps : int, optional
+        ``T``; needed only when every matrix is constant.
+    """
+
+    def __init__(self, transition, process_cov, obs_row, init_mean, init_cov, n_steps=None):
+        lengths = {np.shape(transition)[0] if np.ndim(transition) == 3 else None,
+                   np.shape(process_cov)[0] if np.ndim(process_cov) == 3 else None,
+                   np.shape(obs_row)[0] if np.ndim(obs_row) == 2 else None, n_steps} - {None}
+        if len(lengths) != 1:
+            raise ValueError(
+                "n_steps must be given when every matrix is constant, and must agree with the time axis "
+                f"of time-varying transition/process_cov/obs_row; got lengths {sorted(lengths)}"
+            )
+        n_steps = lengths.pop()
+        if int(n_steps) != n_steps or n_steps < 1:
+            raise ValueError(f"n_steps must be a positive integer; got {n_steps!r}")
+        self._set_model(transition, process_cov, obs_row, init_mean, init_cov, int(n_steps))
+
+
+class MarkovGP(KernelHyperparameters, StateSpacePrior):
+    """A GP over sorted times ``t`` in state-space form (Matern 1/2, 3/2, 5/2 and sums).
+
+    Parameters
+    ----------
+    kernel : models.gp.kernels.Kernel
+        A kernel with a state-space form (see ``docs/kernels.md``).
+    t : array_like, shape (T,)
+        Non-decreasing times (irregular spacing allowed).
+    learn_hyperparameters : bool
+        Learn the kernel's log hyperparameters by maximising the ELBO.
+    hyper_max_iter : int
+        L-BFGS iterations per hyperparameter round.
+    """
+
+    def __init__(self, kernel, t, learn_hyperparameters=False, hyper_max_iter=20):
+        t = as_float(t, "t", ndim_min=1)
+        if t.ndim != 1 or np.any(np.diff(t) < 0):
+            raise ValueError(f"t must be a 1-D array of non-decreasing times; got shape {t.shape}"
+                             + ("" if t.ndim != 1 else " with decreasing entries"))
+        self.t = t
+        self.dt = np.concatenate([[0.0], np.diff(t)])
+        self.learns_hyperparameters = bool(learn_hyperparameters)
+        self.hyper_max_iter = int(hyper_max_iter)
+        self._set_kernel(kernel)
+
+    def _set_kernel(self, kernel):
+        self.kernel = kernel
+        ss = kernel.state_space()
+        A, Q = kernel.discretise(self.dt)
+        self._set_model(A, Q, ss.H, np.zeros(ss.H.shape[0]), ss.Pinf, self.t.shape[0])
+
+    def _build(self, log_params):
+        A, Q = self.kernel.discretise_fn(self.dt)(log_params)
+        P0 = self.kernel.stationary_cov_fn()(log_params)
+        return A, Q, np.zeros(self.state_dim), P0
+
+    def log_normaliser(self, log_params, message):
+        """``log Z(theta)`` and its gradient (Fisher's identity) with the sites held fixed."""
+        return log_normaliser_grad(np.asarray(log_params, float), self._build, message[0], message[1], self.H[0])
