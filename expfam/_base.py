@@ -227,6 +227,14 @@ class ExponentialFamily:
         """``A(lambda)`` of this batch, shape ``batch_shape``."""
         return np.asarray(type(self).log_partition(self._natural))
 
+    def sufficient_stats_of(self, z):
+        """``phi(z)`` for draws ``z`` of this batch (shape ``sample_shape + batch + event``).
+
+        The class-level :meth:`sufficient_stats` unless the statistics depend on
+        the event size held by the object (Categorical's number of classes).
+        """
+        return type(self).sufficient_stats(z)
+
     def logpdf(self, z):
         """Log density ``log q(z)``; ``z`` has shape ``sample_shape + batch + event``.
 
@@ -235,7 +243,7 @@ class ExponentialFamily:
         array, shape ``sample_shape + batch``
         """
         cls = type(self)
-        stats = cls.sufficient_stats(np.asarray(z, float))
+        stats = self.sufficient_stats_of(z)
         return cls.inner(self._natural, stats) + cls.log_base_measure(z) - self.log_partition_value()
 
     def sample(self, rng, n):

@@ -24,9 +24,8 @@ from inference import Block, InvalidPosterior
 
 from .._hyper import KernelHyperparameters
 from ..sites import site_kl
-from . import _kernels
 from .fisher_identity import log_normaliser_grad
-from .smoother import STATUS_OK, _validate, kalman_smoother
+from .smoother import STATUS_OK, _run_smoother, _validate, kalman_smoother
 
 
 class StateSpacePosterior:
@@ -88,18 +87,13 @@ class StateSpacePrior(Block):
     def posterior(self, message):
         natural_mean = np.ascontiguousarray(message[0], dtype=float)
         precision = np.ascontiguousarray(message[1], dtype=float)
-        T, d = self.n_points, self.state_dim
-        means, covs = np.empty((T, d)), np.empty((T, d, d))
-        a_mean, a_var = np.empty(T), np.empty(T)
-        log_z, status, step = _kernels._filter(natural_mean, precision, self.H, self.A, self.Q, self.m0,
-                                               self.P0, means, covs, a_mean, a_var)
-        if status == STATUS_OK:
-            status, step = _kernels._smooth(self.H, self.A, self.Q, means, covs, np.empty((0, d, d)),
-                                            a_mean, a_var, False)
-        if status != STATUS_OK:
+        result = _run_smoother(natural_mean, precision, self.H, self.A, self.Q, self.m0, self.P0,
+                               store=False, return_status=True)
+        if result.status != STATUS_OK:
             raise InvalidPosterior(f"block {self.name!r}: the sites make the state-space posterior "
-                                   f"invalid at time step {step}")
-        return StateSpacePosterior(self, a_mean, a_var, float(log_z), natural_mean, precision)
+                                   f"invalid at time step {result.failed_step}")
+        return StateSpacePosterior(self, result.marginal_mean, result.marginal_var,
+                                   float(result.log_normaliser), natural_mean, precision)
 
     def smoother(self, natural_mean, precision):
         """Full smoother output (states, covariances, cross-covariances) for these sites."""

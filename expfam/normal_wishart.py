@@ -1,0 +1,295 @@
+"""The Normal-Wishart distribution: a joint prior on a mean and a precision matrix.
+
+A draw is a pair :math:`(\\mu, \\Lambda)` with :math:`\\mu \\in \\mathbb{R}^D` and
+:math:`\\Lambda` a :math:`D \\times D` positive-definite matrix:
+
+.. math::
+
+    \\Lambda \\sim \\mathrm{Wishart}(\\nu, W), \\qquad
+    \\mu \\mid \\Lambda \\sim N\\big(m, (\\beta \\Lambda)^{-1}\\big).
+
+Expanding the log density,
+:math:`\\log p = \\tfrac{\\nu - D}{2}\\log|\\Lambda| - \\tfrac{\\beta}{2}(\\mu - m)^T \\Lambda (\\mu - m)
+- \\tfrac12 \\operatorname{tr}(W^{-1} \\Lambda) + \\dots`, gives the minimal form
+
+.. math::
+
+    p(\\mu, \\Lambda) = (2\\pi)^{-D/2} \\exp\\big(\\langle \\lambda, \\phi \\rangle - A(\\lambda)\\big),
+    \\qquad
+    \\phi = \\big(\\Lambda \\mu,\\; -\\tfrac12 \\mu^T \\Lambda \\mu,\\; -\\tfrac12 \\Lambda,\\;
+                 \\tfrac12 \\log|\\Lambda|\\big),
+
+    \\lambda = \\big(\\beta m,\\; \\beta,\\; W^{-1} + \\beta m m^T,\\; \\nu - D\\big),
+    \\qquad
+    A(\\lambda) = -\\tfrac{D}{2}\\log\\beta + \\tfrac{\\nu}{2}\\log|W| + \\tfrac{\\nu D}{2}\\log 2
+                  + \\log\\Gamma_D(\\tfrac{\\nu}{2}),
+
+where :math:`\\beta = \\lambda_2`, :math:`m = \\lambda_1 / \\lambda_2`,
+:math:`W^{-1} = \\mathrm{sym}(\\lambda_3) - \\lambda_1 \\lambda_1^T / \\lambda_2` and
+:math:`\\nu = \\lambda_4 + D`; the last three terms of :math:`A` are the Wishart
+log normaliser.  The mean parameters are
+
+.. math::
+
+    \\mu = \\Big(\\nu W m,\\; -\\tfrac12\\big(\\tfrac{D}{\\beta} + \\nu\\, m^T W m\\big),\\;
+               -\\tfrac{\\nu}{2} W,\\;
+               \\tfrac12\\big(\\psi_D(\\tfrac{\\nu}{2}) + D\\log 2 + \\log|W|\\big)\\Big),
+
+i.e. :math:`E[\\Lambda\\mu] = \\nu W m`, :math:`E[\\mu^T\\Lambda\\mu] = D/\\beta + \\nu m^T W m`,
+:math:`E[\\Lambda] = \\nu W` and the Wishart :math:`E\\log|\\Lambda|`.  Inverting: with
+:math:`E[\\Lambda] = -2\\mu_3`, :math:`m = E[\\Lambda]^{-1}\\mu_1`,
+:math:`D/\\beta = -2\\mu_2 - m^T \\mu_1`, and :math:`\\nu` from the Wishart equation for
+:math:`2\\mu_4 - \\log|E\\Lambda|`.  A Gaussian observation :math:`x` with precision
+:math:`\\Lambda` and mean :math:`\\mu` contributes :math:`(x, 1, x x^T, 1)` to
+:math:`\\lambda`, which is why this statistic suits conjugate mixture models.
+The Fisher information is the autograd Hessian of :math:`A`
+(:mod:`expfam._autodiff`).
+
+Samples are pairs ``(mu, precision)`` of arrays with shapes
+``(n,) + batch + (D,)`` and ``(n,) + batch + (D, D)``; ``logpdf`` and
+``sufficient_stats`` take the same pairs.
+"""
+
+import autograd.numpy as anp
+import numpy as np
+
+from . import _linalg
+from ._autodiff import hessian_of_log_partition
+from ._base import ExponentialFamily
+from ._registry import register
+from ._validation import as_float, check_pd, check_positive
+from .wishart import bartlett_factor, df_from_logdet_gap, expected_logdet, log_normaliser
+
+_LOG_2PI = np.log(2.0 * np.pi)
+_SCALE_INV = "natural[2] - outer(natural[0], natural[0]) / natural[1] (the inverse scale)"
+
+
+def _unpack(natural):
+    """``(beta, m, df, W^-1)`` from natural parameters; works on autograd boxes."""
+    eta1, beta, eta3, eta4 = natural
+    dim = np.shape(eta1)[-1]
+    outer = eta1[..., :, None] * eta1[..., None, :] / beta[..., None, None]
+    return beta, eta1 / beta[..., None], eta4 + dim, _linalg.symmetrise(eta3) - outer
+
+
+@register
+class NormalWishart(ExponentialFamily):
+    """A batch of Normal-Wishart distributions over pairs ``(mu, precision)``.
+
+    Parameters
+    ----------
+    mean : array_like, shape ``batch + (D,)``
+        Location ``m`` of ``mu``.
+    beta : array_like, shape ``batch``
+        Scaling of the precision of ``mu``: ``mu | Lambda ~ N(m, (beta Lambda)^-1)``; > 0.
+    df : array_like, shape ``batch``
+        Wishart degrees of freedom, > D - 1.
+    scale : array_like, shape ``batch + (D, D)``
+        Wishart scale ``W``, symmetric positive definite.  Batch shapes broadcast.
+    """
+
+    name = "normal_wishart"
+    param_names = ("beta * mean", "beta", "inv(scale) + beta * outer(mean, mean)", "df - D")
+    event_ndims = (1, 0, 2, 0)
+    sample_ndim = 1  # of mu; a draw is the pair (mu, precision)
+
+    def __new__(cls, mean, beta, df, scale):
+        mean = as_float(mean, "mean", ndim_min=1)
+        beta = check_positive(beta, "beta")
+        df = as_float(df, "df")
+        scale = check_pd(scale, "scale")
+        dim = mean.shape[-1]
+        if scale.shape[-1] != dim:
+            raise ValueError(f"scale must have shape (..., {dim}, {dim}) to match mean of shape {mean.shape}; got {scale.shape}")
+        if np.any(df <= dim - 1):
+            raise ValueError(f"df must be > D - 1 = {dim - 1}; got minimum {np.min(df)!r}")
+        try:
+            batch = np.broadcast_shapes(mean.shape[:-1], beta.shape, df.shape, scale.shape[:-2])
+        except ValueError:
+            raise ValueError(
+                f"batch shapes of mean {mean.shape[:-1]}, beta {beta.shape}, df {df.shape} and "
+                f"scale {scale.shape[:-2]} do not broadcast"
+            ) from None
+        mean = np.broadcast_to(mean, batch + (dim,))
+        beta = np.broadcast_to(beta, batch).copy()
+        scale = _linalg.symmetrise(np.broadcast_to(scale, batch + (dim, dim)))
+        eta3 = _linalg.pd_inverse(scale, "scale") + beta[..., None, None] * mean[..., :, None] * mean[..., None, :]
+        eta4 = np.broadcast_to(df - dim, batch).copy()
+        return cls.from_natural((beta[..., None] * mean, beta, eta3, eta4), validate=False)
+
+    def __init__(self, mean, beta, df, scale):
+        """Construction happens in ``__new__``, which validates every argument."""
+
+    # ------------------------------------------------------------------ pure maths
+    @classmethod
+    def sufficient_stats(cls, z):
+        """``(Lambda mu, -mu^T Lambda mu / 2, -Lambda / 2, log|Lambda| / 2)`` for ``z = (mu, Lambda)``."""
+        mu, precision = cls._check_sample(z)
+        chol = _linalg.cholesky(_linalg.symmetrise(precision), "z[1] (the precision sample)")
+        lam_mu = np.einsum("...ij,...j->...i", precision, mu)
+        return (lam_mu, -0.5 * np.sum(mu * lam_mu, axis=-1), -0.5 * precision,
+                0.5 * _linalg.logdet_from_cholesky(chol))
+
+    @classmethod
+    def log_base_measure(cls, z):
+        """``-D/2 log(2 pi)``, shape ``mu.shape[:-1]``."""
+        mu, _ = cls._check_sample(z)
+        return np.full(mu.shape[:-1], -0.5 * mu.shape[-1] * _LOG_2PI)
+
+    @classmethod
+    def expected_log_base_measure(cls, natural):
+        """``-D/2 log(2 pi)``, shape ``batch``."""
+        return np.full(cls.batch_shape_of(natural), -0.5 * np.shape(natural[0])[-1] * _LOG_2PI)
+
+    @classmethod
+    def log_partition(cls, natural):
+        """``-D/2 log beta`` plus the Wishart log normaliser; autograd-differentiable."""
+        beta, _, df, scale_inv = _unpack(natural)
+        return -0.5 * np.shape(natural[0])[-1] * anp.log(beta) + log_normaliser(df, scale_inv)
+
+    @classmethod
+    def natural_to_mean(cls, natural):
+        """``(E[Lambda mu], -E[mu^T Lambda mu]/2, -E[Lambda]/2, E[log|Lambda|]/2)``."""
+        beta, m, df, scale_inv = _unpack(natural)
+        dim = m.shape[-1]
+        chol = _linalg.cholesky(scale_inv, _SCALE_INV)
+        expected_precision = df[..., None, None] * _linalg.pd_inverse_from_cholesky(scale_inv, chol)
+        quad = dim / beta + df * _linalg.quad_form_chol(chol, m)
+        logdet = expected_logdet(df, -_linalg.logdet_from_cholesky(chol), dim)
+        return (np.einsum("...ij,...j->...i", expected_precision, m), -0.5 * quad,
+                -0.5 * expected_precision, 0.5 * logdet)
+
+    @classmethod
+    def mean_to_natural(cls, mean):
+        """Natural parameters from mean parameters (closed form plus the Wishart ``df`` solve)."""
+        lam_mu, half_quad, half_precision, half_logdet = mean
+        dim = lam_mu.shape[-1]
+        expected_precision = -2.0 * _linalg.symmetrise(half_precision)
+        chol = _linalg.cholesky(expected_precision, "-2 * mean[2] (E[Lambda])")
+        m = _linalg.pd_solve(expected_precision, chol, lam_mu)
+        dim_over_beta = -2.0 * half_quad - np.sum(m * lam_mu, axis=-1)
+        if np.any(dim_over_beta <= 0):
+            raise ValueError(
+                "mean[1] is not a Normal-Wishart mean: -2 * mean[1] - m^T mean[0] (= D / beta) must be > 0; "
+                f"got minimum {np.min(dim_over_beta)!r}"
+            )
+        beta = dim / dim_over_beta
+        gap = 2.0 * half_logdet - _linalg.logdet_from_cholesky(chol)
+        df = df_from_logdet_gap(gap, dim, "mean[3] (E log|Lambda| / 2)")
+        scale_inv = df[..., None, None] * _linalg.pd_inverse_from_cholesky(expected_precision, chol)
+        eta1 = beta[..., None] * m
+        return eta1, beta, scale_inv + eta1[..., :, None] * m[..., None, :], df - dim
+
+    @classmethod
+    def fisher(cls, natural):
+        """Hessian of ``A`` by autograd, shape ``batch + (P, P)`` with ``P = D + 1 + D*D + 1``."""
+        return hessian_of_log_partition(cls.log_partition, natural, cls.event_ndims)
+
+    @classmethod
+    def is_valid_natural(cls, natural):
+        """``beta > 0``, ``df > D - 1``, ``natural[2]`` symmetric and the inverse scale positive definite."""
+        eta1, beta, eta3, eta4 = (np.asarray(p, dtype=float) for p in natural)
+        positive = beta > 0
+        symmetric = np.all(
+            np.abs(eta3 - np.swapaxes(eta3, -1, -2))
+            <= 1e-10 * np.max(np.abs(eta3), axis=(-2, -1), keepdims=True),
+            axis=(-2, -1),
+        )
+        _, _, _, scale_inv = _unpack((eta1, np.where(positive, beta, 1.0), eta3, eta4))
+        return positive & (eta4 > -1.0) & symmetric & _linalg.is_pd(scale_inv)
+
+    @classmethod
+    def _sample(cls, natural, rng, n):
+        beta, m, df, scale_inv = _unpack(natural)
+        scale = _linalg.pd_inverse(scale_inv, _SCALE_INV)
+        factor = bartlett_factor(df, np.linalg.cholesky(scale), rng, n)
+        noise = rng.standard_normal((n,) + m.shape + (1,))
+        # mu = m + F^-T noise / sqrt(beta) has covariance (beta F F^T)^-1 = (beta Lambda)^-1.
+        offset = _linalg.solve_triangular(factor, noise, transpose=True)[..., 0]
+        return m + offset / np.sqrt(beta)[..., None], factor @ np.swapaxes(factor, -1, -2)
+
+    @classmethod
+    def _check_sample(cls, z):
+        if not isinstance(z, (tuple, list)) or len(z) != 2:
+            raise ValueError(
+                f"z for {cls.__name__} must be a pair (mu, precision) of arrays; got {type(z).__name__}"
+            )
+        mu = as_float(z[0], "z[0] (mu)", ndim_min=1)
+        precision = as_float(z[1], "z[1] (precision)", ndim_min=2)
+        if precision.shape != mu.shape + mu.shape[-1:]:
+            raise ValueError(
+                f"z[1] (precision) must have shape {mu.shape + mu.shape[-1:]} to match z[0] (mu) "
+                f"of shape {mu.shape}; got {precision.shape}"
+            )
+        return mu, precision
+
+    @classmethod
+    def _check_event_shapes(cls, arrays, name):
+        dim = arrays[0].shape[-1]
+        if arrays[2].shape[-2:] != (dim, dim):
+            raise ValueError(
+                f"{name}[2] ({cls.param_names[2]}) of {cls.__name__} must have event shape "
+                f"({dim}, {dim}) to match {name}[0] of shape {arrays[0].shape}; got {arrays[2].shape}"
+            )
+
+    @classmethod
+    def _domain_description(cls):
+        return ("natural[1] = beta must be > 0, natural[3] = df - D > -1, and natural[2] - "
+                "outer(natural[0], natural[0]) / natural[1] = inv(scale) symmetric positive definite")
+
+    # ------------------------------------------------------------------ readable properties
+    @property
+    def dim(self):
+        """Dimension ``D`` of ``mu``."""
+        return self._natural[0].shape[-1]
+
+    @property
+    def mean(self):
+        """Location ``m = E[mu]``, shape ``batch + (D,)``."""
+        return self._natural[0] / self._natural[1][..., None]
+
+    @property
+    def beta(self):
+        """Precision scaling ``beta``, shape ``batch``."""
+        return self._natural[1]
+
+    @property
+    def df(self):
+        """Wishart degrees of freedom ``nu``, shape ``batch``."""
+        return self._natural[3] + self.dim
+
+    @property
+    def scale(self):
+        """Wishart scale ``W``, shape ``batch + (D, D)``."""
+        return _linalg.pd_inverse(_unpack(self._natural)[3], _SCALE_INV)
+
+    @property
+    def expected_precision(self):
+        """``E[Lambda] = nu W``, shape ``batch + (D, D)``."""
+        return -2.0 * self.mean_params[2]
+
+    @property
+    def expected_logdet_precision(self):
+        """``E log|Lambda|``, shape ``batch``."""
+        return 2.0 * self.mean_params[3]
+
+    def expected_mahalanobis(self, x):
+        """``E[(x - mu)^T Lambda (x - mu)] = D / beta + nu (x - m)^T W (x - m)``.
+
+        Parameters
+        ----------
+        x : array_like, shape ``sample_shape + (D,)``
+            Data points, e.g. ``(N, D)``.
+
+        Returns
+        -------
+        array, shape ``sample_shape + batch``
+        """
+        x = as_float(x, "x", ndim_min=1)
+        if x.shape[-1] != self.dim:
+            raise ValueError(f"x must have shape (..., {self.dim}); got {x.shape}")
+        beta, m, df, scale_inv = _unpack(self._natural)
+        batch = self.batch_shape
+        diff = x.reshape(x.shape[:-1] + (1,) * len(batch) + (self.dim,)) - m
+        chol = _linalg.cholesky(scale_inv, _SCALE_INV)
+        return self.dim / beta + df * _linalg.quad_form_chol(chol, diff)

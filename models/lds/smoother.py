@@ -1,0 +1,328 @@
+"""Kalman filter and RTS smoother for a linear-Gaussian prior times Gaussian sites.
+
+The prior is the linear-Gaussian state-space model
+
+.. math::
+
+    x_0 \\sim N(m_0, P_0), \\qquad
+    x_t = A_t x_{t-1} + q_t, \\quad q_t \\sim N(0, Q_t), \\quad t = 1, \\dots, T-1,
+
+and every step ``t`` carries an unnormalised Gaussian site on the scalar
+``a_t = H_t x_t``,
+
+.. math::
+
+    t_t(a) = \\exp(\\gamma_t a - \\tfrac12 \\pi_t a^2),
+
+with ``pi_t = gamma_t = 0`` for a missing observation.  The (pseudo-)posterior
+is ``p(x) prod_t t_t(H_t x_t) / Z``.  The filter-smoother returns its
+marginals, lag-one cross-covariances and the log normaliser
+
+.. math::
+
+    \\log Z = \\log \\int p(x) \\prod_t t_t(H_t x_t) \\, dx
+            = \\sum_t -\\tfrac12 \\log(1 + \\pi_t S_t)
+              + \\frac{\\gamma_t^2 S_t + 2 \\gamma_t \\mu_t - \\pi_t \\mu_t^2}{2 (1 + \\pi_t S_t)},
+
+where ``mu_t``, ``S_t`` are the one-step predictive mean and variance of
+``a_t``.  Site precisions may be negative (non-log-concave likelihoods); the
+posterior is valid exactly when ``1 + pi_t S_t > 0`` at every step.  When it
+is not, the functions raise a ``ValueError`` naming the step, or, with
+``return_status=True``, return ``status != 0`` and ``failed_step`` so that the
+caller can back off its site update.
+
+Cost ``O(T d^3)`` in compiled code; ``A``, ``Q`` and ``H`` may be constant
+(given without a time axis) or time-varying.
+"""
+
+from typing import NamedTuple
+
+import numpy as np
+
+from expfam._validation import as_float, check_pd
+
+from . import _kernels
+from ._kernels import STATUS_INVALID_SITE, STATUS_OK, STATUS_SINGULAR_PREDICTION
+
+_PSD_RTOL = 1e-10
+
+_PARAMETERS_DOC = """
+    site_natural_mean : array_like, shape (T,)
+        ``gamma_t``, the linear coefficient of each site.
+    site_precision : array_like, shape (T,)
+        ``pi_t``, the precision of each site (may be negative; 0 with
+        ``gamma_t = 0`` means no observation).
+    obs_row : array_like, shape (d,) or (T, d)
+        ``H_t``, the row mapping the state to ``a_t``; constant if 1-D.
+    transition : array_like, shape (d, d) or (T, d, d)
+        ``A_t`` (``A_0`` unused); constant if 2-D.
+    process_cov : array_like, shape (d, d) or (T, d, d)
+        ``Q_t``, symmetric positive semi-definite (``Q_0`` unused); constant if 2-D.
+    init_mean : array_like, shape (d,)
+        ``m_0``.
+    init_cov : array_like, shape (d, d)
+        ``P_0``, symmetric positive definite.
+    return_status : bool, default False
+        If False, a failed step raises ``ValueError``; if True the result
+        carries ``status`` and ``failed_step`` instead (its arrays are then
+        only partly filled and ``log_normaliser`` is NaN)."""
+
+
+class FilterResult(NamedTuple):
+    """Output of :func:`kalman_filter`.
+
+    Attributes
+    ----------
+    means : ndarray, shape (T, d)
+        Filtered means ``E[x_t | sites 0..t]``.
+    covs : ndarray, shape (T, d, d)
+        Filtered covariances.
+    pred_means : ndarray, shape (T, d)
+        Predicted means ``E[x_t | sites 0..t-1]`` (``pred_means[0] = m_0``).
+    pred_covs : ndarray, shape (T, d, d)
+        Predicted covariances.
+    pred_marginal_mean : ndarray, shape (T,)
+        One-step predictive mean ``mu_t`` of ``a_t``.
+    pred_marginal_var : ndarray, shape (T,)
+        One-step predictive variance ``S_t`` of ``a_t``.
+    log_normaliser : float
+        ``log Z``.
+    status : int
+        ``STATUS_OK`` (0), ``STATUS_INVALID_SITE`` or ``STATUS_SINGULAR_PREDICTION``.
+    failed_step : int
+        The time step that failed, -1 on success.
+    """
+
+    means: np.ndarray
+    covs: np.ndarray
+    pred_means: np.ndarray
+    pred_covs: np.ndarray
+    pred_marginal_mean: np.ndarray
+    pred_marginal_var: np.ndarray
+    log_normaliser: float
+    status: int
+    failed_step: int
+
+
+class SmootherResult(NamedTuple):
+    """Output of :func:`kalman_smoother`.
+
+    Attributes
+    ----------
+    means : ndarray, shape (T, d)
+        Smoothed means ``E[x_t | all sites]``.
+    covs : ndarray, shape (T, d, d)
+        Smoothed covariances.
+    cross_covs : ndarray, shape (T, d, d)
+        ``Cov(x_t, x_{t-1} | all sites)``; ``cross_covs[0]`` is zero.
+    marginal_mean : ndarray, shape (T,)
+        Smoothed mean of ``a_t = H_t x_t``.
+    marginal_var : ndarray, shape (T,)
+        Smoothed variance of ``a_t``.
+    log_normaliser : float
+        ``log Z``.
+    status, failed_step : int
+        As in :class:`FilterResult`.
+    """
+
+    means: np.ndarray
+    covs: np.ndarray
+    cross_covs: np.ndarray
+    marginal_mean: np.ndarray
+    marginal_var: np.ndarray
+    log_normaliser: float
+    status: int
+    failed_step: int
+
+
+class MarginalsResult(NamedTuple):
+    """Output of :func:`smoothed_marginals`: the fields of the same name in :class:`SmootherResult`."""
+
+    marginal_mean: np.ndarray
+    marginal_var: np.ndarray
+    log_normaliser: float
+    status: int
+    failed_step: int
+
+
+def _time_stack(x, name, T, event_ndim):
+    """``x`` as a contiguous ``(1 or T, *event)`` float array (constant if it has no time axis)."""
+    arr = as_float(x, name)
+    if arr.ndim == event_ndim:
+        arr = arr[None]
+    elif arr.ndim != event_ndim + 1 or arr.shape[0] != T:
+        raise ValueError(
+            f"{name} must have {event_ndim} dimension(s) (constant) or a leading time axis of "
+            f"length T={T}; got shape {arr.shape}"
+        )
+    return np.ascontiguousarray(arr)
+
+
+def _validate(site_natural_mean, site_precision, obs_row, transition, process_cov, init_mean, init_cov):
+    """Check shapes, finiteness and definiteness; return contiguous float64 arrays for the kernels."""
+    gamma = as_float(site_natural_mean, "site_natural_mean")
+    pi = as_float(site_precision, "site_precision")
+    if gamma.ndim != 1 or gamma.shape[0] < 1:
+        raise ValueError(f"site_natural_mean must have shape (T,) with T >= 1; got shape {gamma.shape}")
+    if pi.shape != gamma.shape:
+        raise ValueError(f"site_precision must have shape {gamma.shape} like site_natural_mean; got {pi.shape}")
+    T = gamma.shape[0]
+    m0 = as_float(init_mean, "init_mean")
+    if m0.ndim != 1 or m0.shape[0] < 1:
+        raise ValueError(f"init_mean must have shape (d,) with d >= 1; got shape {m0.shape}")
+    d = m0.shape[0]
+    P0 = np.ascontiguousarray(check_pd(init_cov, "init_cov"))
+    if P0.shape != (d, d):
+        raise ValueError(f"init_cov must have shape {(d, d)}; got {P0.shape}")
+    H = _time_stack(obs_row, "obs_row", T, 1)
+    A = _time_stack(transition, "transition", T, 2)
+    Q = _time_stack(process_cov, "process_cov", T, 2)
+    for name, arr, event in (("obs_row", H, (d,)), ("transition", A, (d, d)), ("process_cov", Q, (d, d))):
+        if arr.shape[1:] != event:
+            raise ValueError(f"{name} must have trailing shape {event} for state dimension d={d}; got {arr.shape}")
+    bad = _kernels._first_not_psd(Q, _PSD_RTOL, (0,) * d)
+    if bad >= 0:
+        raise ValueError(
+            f"process_cov must be symmetric positive semi-definite; got a matrix that is not, "
+            f"at index {bad}: {Q[bad].tolist()}"
+        )
+    gamma, pi, m0 = (np.ascontiguousarray(x) for x in (gamma, pi, m0))
+    return gamma, pi, H, A, Q, m0, P0
+
+
+def _check_status(status, step, pi, S, return_status):
+    """Raise the ``ValueError`` describing a failed step unless the caller wants the status."""
+    if status == STATUS_OK or return_status:
+        return
+    if status == STATUS_INVALID_SITE:
+        raise ValueError(
+            f"site_precision gives an invalid posterior at time step {step}: 1 + pi_t S_t must be > 0, "
+            f"got pi_t = {pi[step]!r} with predictive variance S_t = {S[step]!r} "
+            f"(1 + pi_t S_t = {1.0 + pi[step] * S[step]!r})"
+        )
+    if status == STATUS_SINGULAR_PREDICTION:
+        raise ValueError(
+            f"the predicted state covariance A_t P A_t^T + Q_t at time step {step} is not positive "
+            f"definite, so the smoother gain is undefined; check transition and process_cov"
+        )
+    raise RuntimeError(f"unknown kernel status {status}")
+
+
+def _forward(gamma, pi, H, A, Q, m0, P0, return_status):
+    """Allocate and run the compiled filter; raise on failure unless ``return_status``."""
+    T, d = gamma.shape[0], m0.shape[0]
+    means, covs = np.empty((T, d)), np.empty((T, d, d))
+    pred_means, pred_covs = np.empty((T, d)), np.empty((T, d, d))
+    a_mean, a_var = np.empty(T), np.empty(T)
+    log_z, status, step = _kernels._filter(gamma, pi, H, A, Q, m0, P0, means, covs, pred_means, pred_covs,
+                                           a_mean, a_var, (0,) * d)
+    _check_status(status, step, pi, a_var, return_status)
+    return FilterResult(means, covs, pred_means, pred_covs, a_mean, a_var, log_z, status, step)
+
+
+def _run_smoother(gamma, pi, H, A, Q, m0, P0, store, return_status):
+    """Filter plus RTS pass on arrays already checked by :func:`_validate` (no input checks here).
+
+    The entry point for callers that validate a prior once and then smooth
+    many sets of sites (e.g. every CVI iteration).  With ``store`` it returns
+    a :class:`SmootherResult`, otherwise a :class:`MarginalsResult`; failures
+    raise unless ``return_status``.
+    """
+    filtered = _forward(gamma, pi, H, A, Q, m0, P0, return_status)
+    status, step = filtered.status, filtered.failed_step
+    if status == STATUS_OK:
+        status, step = _kernels._smooth(H, A, filtered.means, filtered.covs, filtered.pred_means,
+                                        filtered.pred_covs, filtered.pred_marginal_mean,
+                                        filtered.pred_marginal_var, store, (0,) * m0.shape[0])
+        _check_status(status, step, pi, None, return_status)
+    log_z = filtered.log_normaliser if status == STATUS_OK else np.nan
+    # the backward pass overwrote the filter's arrays in place: a-marginals, and with ``store`` the
+    # smoothed state moments and (in pred_covs) the cross-covariances
+    if store:
+        return SmootherResult(filtered.means, filtered.covs, filtered.pred_covs, filtered.pred_marginal_mean,
+                              filtered.pred_marginal_var, log_z, status, step)
+    return MarginalsResult(filtered.pred_marginal_mean, filtered.pred_marginal_var, log_z, status, step)
+
+
+def kalman_filter(site_natural_mean, site_precision, obs_row, transition, process_cov, init_mean, init_cov,
+                  *, return_status=False):
+    """Kalman filter of the prior times the sites: filtered and predicted moments and ``log Z``.
+
+    Parameters
+    ----------{params}
+
+    Returns
+    -------
+    FilterResult
+        ``means`` (T, d), ``covs`` (T, d, d), ``pred_means`` (T, d),
+        ``pred_covs`` (T, d, d), ``pred_marginal_mean`` (T,),
+        ``pred_marginal_var`` (T,), ``log_normaliser``, ``status``,
+        ``failed_step``.
+
+    Raises
+    ------
+    ValueError
+        On invalid input, or (unless ``return_status``) when
+        ``1 + pi_t S_t <= 0`` at some step ``t``.
+    """
+    return _forward(*_validate(site_natural_mean, site_precision, obs_row, transition, process_cov,
+                               init_mean, init_cov), return_status)
+
+
+def kalman_smoother(site_natural_mean, site_precision, obs_row, transition, process_cov, init_mean, init_cov,
+                    *, return_status=False):
+    """Kalman filter plus RTS smoother: smoothed moments, cross-covariances and ``log Z``.
+
+    Parameters
+    ----------{params}
+
+    Returns
+    -------
+    SmootherResult
+        ``means`` (T, d), ``covs`` (T, d, d), ``cross_covs`` (T, d, d),
+        ``marginal_mean`` (T,), ``marginal_var`` (T,), ``log_normaliser``,
+        ``status``, ``failed_step``.
+
+    Raises
+    ------
+    ValueError
+        On invalid input, or (unless ``return_status``) when
+        ``1 + pi_t S_t <= 0`` at some step or a predicted covariance is singular.
+
+    See Also
+    --------
+    smoothed_marginals : the same pass keeping only the marginals of ``a_t``.
+    """
+    arrays = _validate(site_natural_mean, site_precision, obs_row, transition, process_cov, init_mean, init_cov)
+    return _run_smoother(*arrays, store=True, return_status=return_status)
+
+
+def smoothed_marginals(site_natural_mean, site_precision, obs_row, transition, process_cov, init_mean, init_cov,
+                       *, return_status=False):
+    """Smoothed marginals of ``a_t = H_t x_t`` and ``log Z`` only (the lean pass a site update needs).
+
+    Same computation as :func:`kalman_smoother`, but the backward pass writes
+    neither smoothed state moments nor cross-covariances: it reads the
+    filter's arrays and keeps one smoothed state at a time.
+
+    Parameters
+    ----------{params}
+
+    Returns
+    -------
+    MarginalsResult
+        ``marginal_mean`` (T,), ``marginal_var`` (T,), ``log_normaliser``,
+        ``status``, ``failed_step``.
+
+    Raises
+    ------
+    ValueError
+        As :func:`kalman_smoother`.
+    """
+    arrays = _validate(site_natural_mean, site_precision, obs_row, transition, process_cov, init_mean, init_cov)
+    return _run_smoother(*arrays, store=False, return_status=return_status)
+
+
+for _function in (kalman_filter, kalman_smoother, smoothed_marginals):
+    _function.__doc__ = _function.__doc__.format(params=_PARAMETERS_DOC)
+del _function

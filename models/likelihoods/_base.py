@@ -1,0 +1,312 @@
+r"""The likelihood contract shared by GLMs, Gaussian processes and state-space models.
+
+Data point :math:`i` sees the latent Gaussian only through a scalar
+:math:`a_i \sim \mathcal N(m_i, v_i)`.  A likelihood supplies
+
+.. math::
+
+    E_i = \mathbb E[\log p(y_i \mid a_i)], \qquad
+    \frac{\partial E_i}{\partial m_i}, \qquad \frac{\partial E_i}{\partial v_i},
+
+from which the engine forms the 1-D Gaussian site
+:math:`\pi_i = -2\,\partial E_i/\partial v_i`,
+:math:`\gamma_i = \partial E_i/\partial m_i + \pi_i m_i`.
+
+A subclass declares its maths as three compiled scalar functions (see
+:mod:`models.likelihoods._kernels`): ``_log_lik`` (the :math:`a`-dependent part
+of :math:`\log p` and two derivatives), ``_log_base`` (the rest) and
+``_moments`` (:math:`\mathbb E[y \mid a]`, :math:`\operatorname{Var}[y \mid a]`),
+plus its global parameters (``_params``), its per-point parameter
+(``_per_point``), and its support (``support``, ``_outside_support``).  This
+class then provides validation, Gauss-Hermite expectations, predictions and
+pointwise log densities generically.  A closed form overrides a private method
+(``_variational_expectations``, ``_predict_mean_var``,
+``_predict_log_density``); the ``_quadrature_*`` routes stay available so that
+every closed form can be tested against them.
+"""
+
+import numpy as np
+
+from expfam._validation import as_float
+
+from . import _kernels
+from ._checks import as_vector, check_gaussian_marginals, check_same_length, raise_outside_support
+from ._quadrature import DEFAULT_N_POINTS, PREDICT_N_POINTS, PRICE_BELOW, check_n_points, gauss_hermite, ladder
+
+_NO_PARAMS = np.zeros(1)
+_NO_PER_POINT = np.zeros(1)
+
+
+def zero_missing(y, *arrays):
+    """Return ``arrays`` with the entries where ``y`` is NaN set to exactly 0 (missing data)."""
+    missing = np.isnan(y)
+    return tuple(np.where(missing, 0.0, a) for a in arrays)
+
+
+def _flat_copy(x, shape):
+    """A writeable C-contiguous float64 copy of ``x`` broadcast to ``shape``, flattened."""
+    return np.array(np.broadcast_to(x, shape), dtype=np.float64, order="C").ravel()
+
+
+class Likelihood:
+    """Base class: a likelihood p(y | a) of one observation given a scalar latent a.
+
+    Parameters
+    ----------
+    n_points : int, optional
+        Gauss-Hermite points for expectations that have no closed form.
+        Default None: the adaptive ladder of :mod:`models.likelihoods._quadrature`
+        (20 points where ``v_i`` is small, up to 320 where it is large);
+        every method also takes ``n_points`` per call.
+
+    Attributes
+    ----------
+    support : str
+        The values y may take, as used in error messages.
+    log_concave : bool
+        Whether log p(y | a) is concave in a for every y (then every site
+        precision is >= 0).
+    conjugate : bool
+        Whether the likelihood is Gaussian in a (sites do not depend on q).
+    per_point_name : str or None
+        Name of the parameter that may vary per data point, if any.
+    strip_half_width : float
+        ``d`` such that ``log p(y | a)`` is analytic for ``|Im a| < d``; sets
+        where the adaptive quadrature ladder switches to larger rules.
+    """
+
+    support = "real numbers"
+    log_concave = True
+    conjugate = False
+    per_point_name = None
+    strip_half_width = 1.0
+    _repr_fields = ()
+    _log_lik = None
+    _log_base = None
+    _moments = None
+
+    def __init__(self, n_points=DEFAULT_N_POINTS):
+        self.n_points = check_n_points(n_points)
+
+    # --- parameters, declared by subclasses -------------------------------
+
+    def _params(self):
+        """Global parameters as a C-contiguous float64 vector for the kernels."""
+        return _NO_PARAMS
+
+    def _per_point(self):
+        """Per-point parameter c_i, shape (1,) or (N,), for the kernels."""
+        return _NO_PER_POINT
+
+    def _outside_support(self, y, per_point):
+        """Boolean mask of entries of ``y`` outside the support (NaN entries are ignored)."""
+        return np.zeros(np.shape(y), dtype=bool)
+
+    def subset(self, index):
+        """The likelihood of the data points ``index`` (slices per-point parameters).
+
+        Parameters
+        ----------
+        index : int array, boolean mask or slice
+            Selects data points, as for indexing a 1-D array of length N.
+
+        Returns
+        -------
+        Likelihood
+            ``self`` when the likelihood has no per-point parameter.
+        """
+        return self
+
+    # --- validation ----------------------------------------------------------
+
+    def _per_point_for(self, n, name):
+        per_point = self._per_point()
+        if per_point.shape[0] not in (1, n):
+            raise ValueError(
+                f"{self.per_point_name} has {per_point.shape[0]} entries but {name} has {n} data points"
+            )
+        return per_point
+
+    def _check_support(self, y, per_point, name):
+        if np.any(np.isinf(y)):
+            raise_outside_support(y, np.isinf(y), name, f"finite {self.support}")
+        bad = self._outside_support(y, per_point) & ~np.isnan(y)
+        if np.any(bad):
+            raise_outside_support(y, bad, name, self.support)
+
+    def validate_y(self, y, name="y"):
+        """Check observations against the support and return them as a clean vector.
+
+        Parameters
+        ----------
+        y : array_like, shape (N,)
+            Observations; NaN marks a missing value.
+        name : str
+            Name of the argument in error messages.
+
+        Returns
+        -------
+        ndarray, shape (N,)
+            A C-contiguous float64 copy.
+
+        Raises
+        ------
+        ValueError
+            Naming ``name``, the support and the offending value if an entry
+            is inf or outside the support, or if ``y`` is not 1-D.
+        """
+        y = as_vector(y, name)
+        self._check_support(y, self._per_point_for(y.shape[0], name), name)
+        return y
+
+    # --- pointwise log density -------------------------------------------
+
+    def log_density(self, f, y):
+        """log p(y | f), elementwise with numpy broadcasting.
+
+        Parameters
+        ----------
+        f : array_like
+            Latent values a (finite).
+        y : array_like
+            Observations, broadcastable with ``f`` (and with a per-point
+            parameter of shape (N,) along the last axis); NaN gives NaN.
+
+        Returns
+        -------
+        ndarray or float
+            log p(y | f) with the broadcast shape.
+        """
+        return self._pointwise(f, y)[0]
+
+    def _pointwise(self, f, y):
+        """``log_density`` together with its first and second derivatives in f."""
+        f = as_float(f, "f")
+        try:
+            y = np.asarray(y, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"y must be numeric; got {y!r}") from None
+        per_point = self._per_point()
+        per_shape = per_point.shape if per_point.shape[0] > 1 else ()
+        try:
+            shape = np.broadcast_shapes(f.shape, y.shape, per_shape)
+        except ValueError:
+            raise ValueError(
+                f"f {f.shape}, y {y.shape} and {self.per_point_name} {per_shape} do not broadcast"
+            ) from None
+        y = np.broadcast_to(y, shape)
+        per_point = np.broadcast_to(per_point, shape) if per_shape else per_point
+        self._check_support(y, per_point, "y")
+        values = _kernels._pointwise(
+            self._log_lik, self._log_base, _flat_copy(f, shape), _flat_copy(y, shape),
+            _flat_copy(per_point, shape) if per_shape else per_point, self._params(),
+        )
+        return tuple(v.reshape(shape)[()] for v in values)
+
+    # --- variational expectations ----------------------------------------
+
+    def variational_expectations(self, mean, var, y, n_points=None):
+        """E[log p(y_i | a_i)] under a_i ~ N(mean_i, var_i) and its derivatives.
+
+        Parameters
+        ----------
+        mean, var : array_like, shape (N,)
+            Marginal means (finite) and variances (>= 0) of the latent.
+        y : array_like, shape (N,)
+            Observations in the support; NaN marks a missing value.
+        n_points : int, optional
+            Gauss-Hermite points (default: the likelihood's ``n_points``);
+            ignored by closed forms.
+
+        Returns
+        -------
+        value, d_mean, d_var : ndarray, shape (N,)
+            E[log p], dE/dmean and dE/dvar; exactly 0 where y is NaN.
+        """
+        mean, var = check_gaussian_marginals(mean, var)
+        y = self.validate_y(y)
+        check_same_length(y, mean)
+        n_points = self.n_points if n_points is None else check_n_points(n_points)
+        return self._variational_expectations(mean, var, y, n_points)
+
+    def _variational_expectations(self, mean, var, y, n_points=None):
+        """Unvalidated ``variational_expectations`` on C-contiguous float64 (N,) arrays (hot path)."""
+        return self._quadrature_expectations(mean, var, y, n_points)
+
+    def _quadrature_expectations(self, mean, var, y, n_points=None):
+        """The Gauss-Hermite route of ``_variational_expectations`` (every likelihood has one)."""
+        nodes, weights, counts, sd_edges = ladder(self.strip_half_width, n_points or self.n_points)
+        return _kernels._gh_expectations(
+            self._log_lik, self._log_base, mean, var, y, self._per_point(), self._params(),
+            nodes, weights, counts, sd_edges, PRICE_BELOW * self.strip_half_width,
+        )
+
+    # --- predictions -----------------------------------------------------------
+
+    def predict_mean_var(self, mean, var, n_points=None):
+        """Mean and variance of y under p(y) = integral of p(y | a) N(a; mean, var) da.
+
+        Parameters
+        ----------
+        mean, var : array_like, shape (N,)
+            Marginals of the latent at the prediction points.
+        n_points : int, optional
+            Gauss-Hermite points where there is no closed form.
+
+        Returns
+        -------
+        y_mean, y_var : ndarray, shape (N,)
+            Predictive mean (for labels: P(y = 1)) and variance.
+        """
+        mean, var = check_gaussian_marginals(mean, var)
+        self._per_point_for(mean.shape[0], "mean")
+        n_points = self.n_points if n_points is None else check_n_points(n_points)
+        return self._predict_mean_var(mean, var, n_points)
+
+    def _predict_mean_var(self, mean, var, n_points=None):
+        return self._quadrature_predict_mean_var(mean, var, n_points)
+
+    def _quadrature_predict_mean_var(self, mean, var, n_points=None):
+        nodes, weights = gauss_hermite(n_points or self.n_points or PREDICT_N_POINTS)
+        return _kernels._gh_predictive_moments(
+            self._moments, mean, var, self._per_point(), self._params(), nodes, weights
+        )
+
+    def predict_log_density(self, mean, var, y, n_points=None):
+        """log of integral p(y_i | a) N(a; mean_i, var_i) da, e.g. for test log predictive scores.
+
+        Parameters
+        ----------
+        mean, var : array_like, shape (N,)
+            Marginals of the latent.
+        y : array_like, shape (N,)
+            Observations in the support.
+        n_points : int, optional
+            Gauss-Hermite points where there is no closed form.
+
+        Returns
+        -------
+        ndarray, shape (N,)
+            Log predictive densities; NaN where y is NaN.
+        """
+        mean, var = check_gaussian_marginals(mean, var)
+        y = self.validate_y(y)
+        check_same_length(y, mean)
+        n_points = self.n_points if n_points is None else check_n_points(n_points)
+        return self._predict_log_density(mean, var, y, n_points)
+
+    def _predict_log_density(self, mean, var, y, n_points=None):
+        return self._quadrature_predict_log_density(mean, var, y, n_points)
+
+    def _quadrature_predict_log_density(self, mean, var, y, n_points=None):
+        nodes, weights = gauss_hermite(n_points or self.n_points or PREDICT_N_POINTS)
+        return _kernels._gh_log_predictive(
+            self._log_lik, self._log_base, mean, var, y, self._per_point(), self._params(), nodes,
+            np.log(weights),
+        )
+
+    def __repr__(self):
+        fields = [f"{name}={getattr(self, name)!r}" for name in self._repr_fields if getattr(self, name) is not None]
+        if self.n_points != DEFAULT_N_POINTS:
+            fields.append(f"n_points={self.n_points}")
+        return f"{type(self).__name__}({', '.join(fields)})"

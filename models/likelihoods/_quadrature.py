@@ -1,0 +1,132 @@
+r"""Gauss-Hermite rules for expectations under a Gaussian.
+
+For :math:`a \sim \mathcal N(m, v)`,
+
+.. math::
+
+    \mathbb E[g(a)] \approx \sum_{k=1}^{n} w_k \, g(m + \sqrt v \, z_k),
+
+with :math:`z_k` the roots of the probabilists' Hermite polynomial
+:math:`He_n` and weights normalised so that :math:`\sum_k w_k = 1`.  The rule
+is exact when :math:`g` is a polynomial of degree at most :math:`2n - 1`.
+
+**The adaptive ladder (the default).**  For :math:`g` analytic in a strip
+:math:`|\mathrm{Im}\, a| < d` (``d = pi`` for the logistic, where
+:math:`\log(1 + e^a)` has poles at :math:`\pm i\pi`), the error of the
+:math:`n`-point rule behaves like :math:`\exp(-c \sqrt{n}\, d / \sqrt v)`;
+measured for the logistic, :math:`c \approx 1.5`.  A fixed 20-point rule is
+therefore accurate to 1e-10 only while :math:`\sqrt v \lesssim 0.3 d`, and
+off by 1e-4 nats per point at :math:`\sqrt v = d`, as happens early in a fit
+or for poorly determined points at the optimum (breast-cancer logistic
+regression: 5e-4 nats in total with 20 points).  So each data point gets the
+smallest rule of the ladder ``LADDER_POINTS`` whose error bound at its own
+:math:`\sqrt{v_i} / d` is below about 1e-11 (``LADDER_EDGES``); the largest
+rule is used beyond the last edge.  Points with small posterior variance --
+nearly all of them in a large data set -- keep the cheap 20-point rule.
+"""
+
+import functools
+import operator
+
+import numpy as np
+from numpy.polynomial.hermite_e import hermegauss
+from scipy.special import roots_hermitenorm
+
+DEFAULT_N_POINTS = None
+"""``None``: expectations use the adaptive ladder; an int fixes one rule for every point."""
+
+PREDICT_N_POINTS = 64
+"""Gauss-Hermite points of the predictive routes when neither the call nor the likelihood fixes one."""
+
+MAX_N_POINTS = 320
+"""Largest rule offered."""
+
+LADDER_POINTS = (20, 40, 80, 160, 320)
+"""Rules of the adaptive ladder."""
+
+LADDER_EDGES = (0.27, 0.38, 0.54, 0.76)
+"""Largest ``sqrt(v) / d`` at which each rule but the last is used (error about 1e-11)."""
+
+PRICE_BELOW = 0.05
+"""Below ``sqrt(v) / d`` = 0.05 every rule is exact to rounding, so ``dE/dv`` may use Price's form."""
+
+
+def check_n_points(n_points, name="n_points"):
+    """Return ``n_points`` (None: adaptive) after checking 1 <= n_points <= MAX_N_POINTS.
+
+    Raises
+    ------
+    ValueError
+        Naming ``name`` if ``n_points`` is not an integer in that range.
+    """
+    if n_points is None:
+        return None
+    try:
+        value = operator.index(n_points)
+    except TypeError:
+        raise ValueError(f"{name} must be an integer; got {n_points!r}") from None
+    if not 1 <= value <= MAX_N_POINTS:
+        raise ValueError(f"{name} must lie in [1, {MAX_N_POINTS}]; got {value}")
+    return value
+
+
+@functools.lru_cache(maxsize=None)
+def _rule(n_points):
+    # numpy's Golub-Welsch rule is the more accurate one up to 150 points; beyond, its weights
+    # overflow and scipy's asymptotic rule takes over (both are exactly symmetric)
+    nodes, weights = hermegauss(n_points) if n_points <= 150 else roots_hermitenorm(n_points)
+    weights = weights / weights.sum()
+    nodes.setflags(write=False)
+    weights.setflags(write=False)
+    return nodes, weights
+
+
+def gauss_hermite(n_points):
+    """Nodes and weights of the ``n_points`` Gauss-Hermite rule for a standard normal.
+
+    Parameters
+    ----------
+    n_points : int
+        Number of nodes, 1 <= n_points <= ``MAX_N_POINTS``.
+
+    Returns
+    -------
+    nodes : ndarray, shape (n_points,)
+        Points z_k; the expectation under N(m, v) evaluates at m + sqrt(v) z_k.
+    weights : ndarray, shape (n_points,)
+        Positive weights summing to 1.
+
+    Both arrays are fresh, writeable, C-contiguous float64 copies (the compiled
+    kernels take writeable arrays).
+    """
+    nodes, weights = _rule(check_n_points(n_points))
+    return nodes.copy(), weights.copy()
+
+
+@functools.lru_cache(maxsize=None)
+def ladder(strip_half_width, n_points=None):
+    """The quadrature ladder of a likelihood, as arrays for the compiled kernels.
+
+    Parameters
+    ----------
+    strip_half_width : float
+        ``d``: ``log p(y | a)`` is analytic for ``|Im a| < d``.
+    n_points : int, optional
+        A fixed rule instead of the ladder.
+
+    Returns
+    -------
+    nodes, weights : ndarray, shape (R, n_max)
+        Rule ``r`` in row ``r``, zero-padded.
+    counts : ndarray of int64, shape (R,)
+        Points of each rule.
+    sd_edges : ndarray, shape (R - 1,)
+        Data point ``i`` uses the first rule ``r`` with ``sqrt(v_i) <= sd_edges[r]``, else the last.
+    """
+    sizes = LADDER_POINTS if n_points is None else (check_n_points(n_points),)
+    edges = np.asarray(LADDER_EDGES if n_points is None else (), dtype=float) * strip_half_width
+    nodes = np.zeros((len(sizes), max(sizes)))
+    weights = np.zeros((len(sizes), max(sizes)))
+    for r, size in enumerate(sizes):
+        nodes[r, :size], weights[r, :size] = _rule(size)
+    return nodes, weights, np.asarray(sizes, dtype=np.int64), edges

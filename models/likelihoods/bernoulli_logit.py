@@ -1,0 +1,43 @@
+r"""Bernoulli likelihood with a logit link (logistic regression, GP classification).
+
+.. math::
+
+    y \in \{0, 1\}, \quad p(y = 1 \mid a) = \sigma(a) = \frac{1}{1 + e^{-a}}, \quad
+    \log p(y \mid a) = -\operatorname{softplus}(-(2y - 1)\, a).
+
+This is the binomial likelihood with one trial, and it reuses that file's
+compiled log density, derivatives and moments with :math:`n = 1` (the binomial
+coefficient is 1, so there is no :math:`a`-independent term to evaluate).
+Log-concave; expectations by Gauss-Hermite quadrature; the predictive mean is
+:math:`P(y = 1) = \mathbb E[\sigma(a)]`.
+"""
+
+import numpy as np
+
+from ._base import Likelihood
+from ._math import no_base_term
+from .binomial_logit import _log_lik, _moments
+
+_ONE_TRIAL = np.ones(1)
+
+
+class BernoulliLogit(Likelihood):
+    """Binary labels with a logit link: P(y = 1 | a) = sigmoid(a).
+
+    Parameters
+    ----------
+    n_points : int, optional
+        Gauss-Hermite points (default 20).
+    """
+
+    support = "labels 0 or 1"
+    _log_lik = staticmethod(_log_lik)
+    strip_half_width = np.pi  # log(1 + e^a) has poles at a = +-i pi
+    _log_base = staticmethod(no_base_term)
+    _moments = staticmethod(_moments)
+
+    def _per_point(self):
+        return _ONE_TRIAL
+
+    def _outside_support(self, y, per_point):
+        return (y != 0) & (y != 1)

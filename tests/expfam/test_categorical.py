@@ -1,0 +1,46 @@
+"""Categorical specifics: label statistics, saturated logits and the two constructors."""
+
+import numpy as np
+import pytest
+from scipy import special
+
+from expfam import Categorical
+
+
+def test_sufficient_stats_are_one_hot_without_the_last_class():
+    stats = Categorical.sufficient_stats(np.array([[0, 2], [1, 2]]), num_classes=3)[0]
+    np.testing.assert_array_equal(stats, [[[1, 0], [0, 0]], [[0, 1], [0, 0]]])
+    q = Categorical([0.2, 0.3, 0.5])
+    np.testing.assert_array_equal(q.sufficient_stats_of([2, 0])[0], [[0, 0], [1, 0]])
+
+
+def test_probabilities_sum_to_one():
+    q = Categorical([[0.2, 0.3, 0.5], [0.1, 0.1, 0.8]])
+    labels = np.arange(3)[:, None] * np.ones((1, 2), dtype=int)
+    np.testing.assert_allclose(np.exp(q.logpdf(labels)), q.probs.T, rtol=1e-14)
+    np.testing.assert_allclose(np.exp(q.logpdf(labels)).sum(axis=0), 1.0, rtol=1e-15)
+
+
+def test_large_logits_stay_finite():
+    q = Categorical.from_logits([[1000.0, -1000.0, 0.0], [-800.0, -800.0, 0.0]])
+    p = Categorical.from_logits([[0.0, 0.0, 0.0], [800.0, 0.0, 0.0]])
+    for value in (q.log_partition_value(), q.mean_params[0], Categorical.fisher(q.natural), q.entropy(),
+                  q.kl(p), q.logpdf([[0, 0], [2, 2]]), q.probs, q.sample(np.random.default_rng(0), 10)):
+        assert np.all(np.isfinite(value))
+    np.testing.assert_allclose(q.log_partition_value(), [1000.0, special.logsumexp([-800.0, -800.0, 0.0])],
+                               rtol=1e-15)
+
+
+def test_constructors_agree_and_logits_are_shift_invariant():
+    probs = np.array([0.1, 0.6, 0.3])
+    by_probs = Categorical(probs)
+    by_logits = Categorical.from_logits(np.log(probs) + 7.0)
+    np.testing.assert_allclose(by_logits.natural[0], by_probs.natural[0], rtol=1e-14)
+    np.testing.assert_allclose(by_logits.probs, probs, rtol=1e-14)
+    assert by_probs.num_classes == 3
+    np.testing.assert_allclose(by_probs.mean, probs @ np.arange(3), rtol=1e-15)
+
+
+def test_labels_must_be_in_range():
+    with pytest.raises(ValueError, match="z must hold integer labels in 0..2"):
+        Categorical.sufficient_stats([3], num_classes=3)

@@ -1,0 +1,44 @@
+"""The compiled kernels are cached on disk: a second process loads them instead of compiling."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = """
+import json
+import numpy as np
+from models import likelihoods as L
+from models.likelihoods import _kernels, _math
+
+m, v, y = np.zeros(3), np.ones(3), np.ones(3)
+dispatchers = {_kernels._gh_expectations, _kernels._gh_log_predictive, _kernels._gh_predictive_moments,
+               _kernels._pointwise, _kernels._base_terms, _kernels._laplace_proposal}
+for name in L.__all__:
+    cls = getattr(L, name)
+    if isinstance(cls, type) and issubclass(cls, L.Likelihood) and cls is not L.Likelihood:
+        lik = cls()
+        lik._quadrature_expectations(m, v, y)
+        lik._quadrature_predict_log_density(m, v, y)
+        lik._quadrature_predict_mean_var(m, v)
+        lik.log_density(m, y)
+        dispatchers |= {cls._log_lik, cls._log_base, cls._moments}
+print(json.dumps({"misses": sum(d.stats.cache_misses.total() for d in dispatchers),
+                  "hits": sum(d.stats.cache_hits.total() for d in dispatchers),
+                  "kernels": sum(k.stats.cache_hits.total() for k in (_kernels._gh_expectations, _kernels._pointwise))}))
+"""
+
+
+def _run():
+    root = Path(__file__).resolve().parents[3]
+    out = subprocess.run([sys.executable, "-c", SCRIPT], cwd=root, env=dict(os.environ), capture_output=True,
+                         text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_second_process_loads_every_kernel_from_the_cache():
+    exec(SCRIPT, {})  # this process compiles and caches whatever is not cached yet
+    second = _run()
+    assert second["misses"] == 0, second
+    assert second["kernels"] == 2 and second["hits"] > 0, second

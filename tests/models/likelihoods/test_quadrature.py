@@ -1,0 +1,68 @@
+"""Gauss-Hermite rules and the adaptive log predictive density against independent integrals."""
+
+import numpy as np
+import pytest
+from scipy import integrate, special, stats
+
+from models import likelihoods as L
+from models.likelihoods._quadrature import MAX_N_POINTS, gauss_hermite
+
+
+@pytest.mark.parametrize("n_points", [1, 2, 7, 20, 100])
+def test_rule_integrates_gaussian_moments_exactly(n_points):
+    nodes, weights = gauss_hermite(n_points)
+    assert nodes.shape == weights.shape == (n_points,)
+    assert np.all(weights > 0)
+    for degree in range(2 * n_points):
+        exact = np.prod(np.arange(degree - 1, 0, -2, dtype=float)) if degree % 2 == 0 else 0.0
+        scale = weights @ np.abs(nodes) ** degree  # rounding is relative to the sum of |terms|
+        assert abs(weights @ nodes**degree - exact) <= 1e-13 * scale
+
+
+def test_rule_arrays_are_private_copies():
+    nodes, weights = gauss_hermite(5)
+    nodes[:] = 0.0
+    assert np.any(gauss_hermite(5)[0] != 0.0)
+
+
+@pytest.mark.parametrize("bad", [0, -3, MAX_N_POINTS + 1, 2.5, "20"])
+def test_n_points_is_validated(bad):
+    with pytest.raises(ValueError, match="n_points"):
+        gauss_hermite(bad)
+
+
+def _log_integral(logpdf, m, v, lower, upper, peak):
+    value, _ = integrate.quad(lambda a: np.exp(logpdf(a) + stats.norm.logpdf(a, m, np.sqrt(v))),
+                              lower, upper, points=[peak], limit=500, epsabs=0.0, epsrel=1e-13)
+    return np.log(value)
+
+
+NARROW = [  # the likelihood is much narrower than N(m, v): plain Gauss-Hermite would need many nodes
+    (L.Poisson(), 500.0, 5.0, 4.0, lambda a: stats.poisson.logpmf(500, np.exp(a)), np.log(500)),
+    (L.Poisson(), 1e4, 0.0, 1.0, lambda a: stats.poisson.logpmf(1e4, np.exp(a)), np.log(1e4)),
+    (L.NegativeBinomial(50.0), 2000.0, 2.0, 3.0,
+     lambda a: stats.nbinom.logpmf(2000, 50, special.expit(np.log(50) - a)), np.log(2000)),
+    (L.GammaLogLink(200.0), 5.0, 0.0, 2.0, lambda a: stats.gamma.logpdf(5, 200, scale=np.exp(a) / 200), np.log(5)),
+    (L.BinomialLogit(1000), 900.0, 0.0, 9.0, lambda a: stats.binom.logpmf(900, 1000, special.expit(a)), np.log(9)),
+    (L.BernoulliProbit(), 0.0, 40.0, 1.0, lambda a: special.log_ndtr(-a), 20.0),
+    (L.StudentT(3.0, 0.5), 10.0, 0.0, 0.1, lambda a: stats.t.logpdf(10, 3, a, 0.5), 0.0),
+]
+
+
+@pytest.mark.parametrize("lik, y, m, v, logpdf, peak", NARROW, ids=lambda x: type(x).__name__ if isinstance(x, L.Likelihood) else "")
+def test_adaptive_log_predictive_matches_adaptive_integration(lik, y, m, v, logpdf, peak):
+    expected = _log_integral(logpdf, m, v, m - 40 * np.sqrt(v), m + 40 * np.sqrt(v), peak)
+    for n_points in (20, 100):
+        value = lik._quadrature_predict_log_density(np.array([m]), np.array([v]), np.array([y]), n_points)[0]
+        assert abs(value - expected) < 1e-10 * (1 + abs(expected)), (n_points, value, expected)
+
+
+def test_zero_variance_gives_the_log_density():
+    lik = L.Poisson()
+    y = np.array([0.0, 3.0, 1e6])
+    m = np.array([-1.0, 1.0, np.log(1e6)])
+    expected = stats.poisson.logpmf(y, np.exp(m))
+    # log p cancels terms of size y log(rate) + rate + log(y!): both routes round at that scale
+    scale = np.abs(y * m) + np.exp(m) + special.gammaln(y + 1)
+    value = lik._quadrature_predict_log_density(m, np.zeros(3), y)
+    assert np.all(np.abs(value - expected) <= 8 * np.finfo(float).eps * (1 + scale))
