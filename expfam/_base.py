@@ -185,6 +185,7 @@ class ExponentialFamily:
         """Build a distribution from natural parameters (validated unless ``validate=False``)."""
         obj = object.__new__(cls)
         natural = cls.check_natural(natural) if validate else tuple(np.asarray(p, float) for p in natural)
+        natural = tuple(p.copy() if p.flags.writeable else p for p in natural)  # never freeze the caller's array
         for p in natural:
             p.setflags(write=False)
         obj._natural = natural

@@ -10,6 +10,7 @@ the trace form for matrix-valued parts, so that the engine can add, scale and
 interpolate natural parameters of any family in the same way.
 """
 
+import autograd.numpy as anp
 import numpy as np
 
 
@@ -73,13 +74,12 @@ def flatten(params, event_ndims):
 
 
 def unflatten(flat, like, event_ndims):
-    """Inverse of :func:`flatten`: split ``flat`` into parts shaped like ``like``."""
-    flat = np.asarray(flat)
-    batch = flat.shape[:-1]
+    """Inverse of :func:`flatten`: split ``flat`` into parts shaped like ``like`` (autograd-safe)."""
+    batch = anp.shape(flat)[:-1]
     parts, start = [], 0
     for p, k in zip(like, event_ndims):
         event = np.shape(p)[np.ndim(p) - k:] if k else ()
         size = int(np.prod(event)) if k else 1
-        parts.append(np.reshape(flat[..., start:start + size], batch + tuple(event)))
+        parts.append(anp.reshape(flat[..., start:start + size], batch + tuple(event)))
         start += size
     return tuple(parts)

@@ -108,11 +108,12 @@ class Dirichlet(ExponentialFamily):
         mean_log = as_float(mean[0], "mean[0] (E[log z])", ndim_min=1)
         if mean_log.shape[-1] < 2:
             raise ValueError(f"mean[0] for Dirichlet must have K >= 2 entries; got shape {mean_log.shape}")
-        excess = special.logsumexp(mean_log, axis=-1)
-        if not np.all(excess < 0):
+        with np.errstate(over="ignore"):
+            total = np.exp(mean_log).sum(axis=-1)
+        if not np.all(total < 1.0):
             raise ValueError(
                 "mean[0] for Dirichlet must satisfy sum(exp(mean[0])) < 1, i.e. E[log z_k] < log E[z_k]; "
-                f"got log sum exp = {np.max(excess)!r} at its largest"
+                f"got sum(exp(mean[0])) = {np.max(total)!r} at its largest"
             )
         return (dirichlet_from_mean_log(mean_log) - 1.0,)
 

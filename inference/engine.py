@@ -21,6 +21,7 @@ import numpy as np
 
 from expfam import tree_add, tree_lerp, tree_scale, tree_sub
 
+from .acceleration import AndersonAccelerator
 from .blocks import InvalidPosterior
 from .steps import resolve_step
 from .warnings import ConvergenceWarning, StepBackoffWarning
@@ -31,7 +32,7 @@ _MIN_BACKOFF_RHO = 1e-14
 class Engine:
     """Mutable state of one fit.  Built and driven by :meth:`inference.Model.fit`."""
 
-    def __init__(self, model, step=None, batch_size=None, minibatch="svi", seed=0):
+    def __init__(self, model, step=None, batch_size=None, minibatch="svi", seed=0, acceleration=True):
         self.model = model
         self.blocks = model.blocks
         self.factors = model.factors
@@ -62,6 +63,10 @@ class Engine:
         self.iteration = 0
         self.elbo_trace, self.rho_trace = [], []
         self.n_backoffs = 0
+        self.n_accelerated = 0
+        # Anderson acceleration needs the exact ELBO as a safeguard and one fixed-point map
+        self.accelerator = (AndersonAccelerator() if acceleration and self.rule.adaptive
+                            and len(self.order) == 1 else None)
         self._cache = [None] * len(self.factors)
         self._kl_cache = {}
         self.q = None
@@ -147,10 +152,42 @@ class Engine:
             s[index] = rows
         return new_sites, new_message
 
+    def _accelerated(self, b, ks, targets, batches, current_elbo):
+        """Try the Anderson-accelerated sites for block ``b``; returns the new ELBO or None."""
+        like = [self.sites[k][b] for k in ks]
+        proposal = self.accelerator.propose(_flatten(like), _flatten([targets[k] for k in ks]))
+        if proposal is None:
+            return None
+        proposals = {}
+        for k, sites in zip(ks, _unflatten(proposal, like)):
+            proposals[k] = (sites, self.factors[k].message(b, sites))
+        try:
+            qb = self.blocks[b].posterior(self._total_message(b, {k: p[1] for k, p in proposals.items()}))
+        except InvalidPosterior:
+            return None
+        q_new = dict(self.q)
+        q_new[b] = qb
+        new_elbo = self.elbo(q_new, batches)
+        if not np.isfinite(new_elbo) or new_elbo < current_elbo - 1e-11 * max(1.0, abs(current_elbo)):
+            return None
+        self._commit(b, proposals, q_new)
+        return new_elbo
+
+    def _commit(self, b, proposals, q_new):
+        for k, (new_sites, new_message) in proposals.items():
+            self.sites[k][b] = new_sites
+            self.messages[k][b] = new_message
+        self.q = q_new
+
     def update_block(self, b, batches, current_elbo):
         """One damped site update of block ``b``; returns (rho used or 0.0, new ELBO)."""
         ks = self.touching[b]
         targets = {k: self._evaluate(k, self.q, batches[k]).targets[b] for k in ks}
+        if self.accelerator is not None:
+            new_elbo = self._accelerated(b, ks, targets, batches, current_elbo)
+            if new_elbo is not None:
+                self.n_accelerated += 1
+                return 1.0, new_elbo
         rho = self.rule.rho(self.iteration)
         warned = False
         while True:
@@ -185,10 +222,7 @@ class Engine:
                     if rho < self.rule.min_rho:
                         return 0.0, current_elbo
                     continue
-            for k, (new_sites, new_message) in proposals.items():
-                self.sites[k][b] = new_sites
-                self.messages[k][b] = new_message
-            self.q = q_new
+            self._commit(b, proposals, q_new)
             self.rule.accepted(rho)
             return rho, new_elbo
 
@@ -215,6 +249,8 @@ class Engine:
         if changed:
             self._kl_cache.clear()
             self.refresh_posterior()
+            if self.accelerator is not None:
+                self.accelerator.reset()
         return changed
 
 
@@ -300,3 +336,20 @@ def _check_batch_size(batch_size):
     if isinstance(batch_size, bool) or int(batch_size) != batch_size or batch_size < 1:
         raise ValueError(f"batch_size must be a positive integer or None; got {batch_size!r}")
     return int(batch_size)
+
+
+def _flatten(site_tuples):
+    """Concatenate a list of site tuples into one vector."""
+    return np.concatenate([np.ravel(a) for sites in site_tuples for a in sites])
+
+
+def _unflatten(flat, like):
+    """Split ``flat`` into site tuples shaped like ``like`` (a list of tuples)."""
+    out, start = [], 0
+    for sites in like:
+        parts = []
+        for a in sites:
+            parts.append(flat[start:start + a.size].reshape(a.shape))
+            start += a.size
+        out.append(tuple(parts))
+    return out

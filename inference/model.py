@@ -57,7 +57,7 @@ class Model:
         self.factors = factors
 
     def fit(self, *, step=None, max_iter=200, tol=1e-8, batch_size=None, minibatch="svi",
-            seed=0, init=None, callback=None, progress=False, warn=True):
+            seed=0, init=None, callback=None, progress=False, warn=True, acceleration=True):
         """Fit the posterior by CVI (VMP for conjugate factors, SVI with minibatches).
 
         Parameters
@@ -87,6 +87,10 @@ class Model:
             Show a progress bar (tqdm).
         warn : bool
             Emit :class:`inference.ConvergenceWarning` if ``max_iter`` is reached.
+        acceleration : bool
+            Anderson-accelerate the site iteration of single-block deterministic
+            fits with the adaptive step (:mod:`inference.acceleration`); a
+            proposal is kept only if the ELBO does not decrease.
 
         Returns
         -------
@@ -98,7 +102,8 @@ class Model:
         if callback is not None and not callable(callback):
             raise ValueError(f"callback must be callable; got {type(callback).__name__}")
         seed = _check_int(seed, "seed", minimum=0)
-        engine = Engine(self, step=step, batch_size=batch_size, minibatch=minibatch, seed=seed)
+        engine = Engine(self, step=step, batch_size=batch_size, minibatch=minibatch, seed=seed,
+                        acceleration=bool(acceleration))
         if init is not None:
             _restore(engine, init)
         engine.refresh_posterior()
@@ -116,6 +121,7 @@ class Model:
             "iteration": engine.iteration,
             "block_states": {b: blk.state() for b, blk in self.blocks.items()},
             "factor_names": [f.describe() for f in self.factors],
+            "accelerator": engine.accelerator.state() if engine.accelerator is not None else {},
         }
         views = [f.site_view(s) for f, s in zip(self.factors, engine.sites)]
         return FitResult(
@@ -152,6 +158,8 @@ def _restore(engine, init):
     engine.elbo_trace = list(np.asarray(init.elbo_trace, float))
     engine.rho_trace = list(np.asarray(init.rho_trace, float))
     engine.n_backoffs = init.n_backoffs
+    if engine.accelerator is not None:
+        engine.accelerator.set_state(state.get("accelerator", {}))
     for b, block_state in state["block_states"].items():
         if block_state:
             engine.blocks[b].set_state(block_state)

@@ -91,6 +91,8 @@ class FitResult:
         for b, block_state in state["block_states"].items():
             for key, a in block_state.items():
                 arrays[f"block_state/{b}/{key}"] = np.asarray(a)
+        for key, a in state.get("accelerator", {}).items():
+            arrays[f"accelerator/{key}"] = a
         kinds = {}
         for name, q in self.posterior.items():
             if isinstance(q, ExponentialFamily):
@@ -154,8 +156,10 @@ class FitResult:
             if key.startswith("block_state/"):
                 _, b, name = key.split("/", 2)
                 block_states.setdefault(b, {})[name] = a
+        accelerator = {key.split("/", 1)[1]: a for key, a in arrays.items() if key.startswith("accelerator/")}
         state = {
             "sites": sites, "messages": messages, "orders": orders, "block_states": block_states,
+            "accelerator": accelerator,
             "positions": meta["positions"], "rule_state": meta["rule_state"],
             "rng_state": meta["rng_state"], "iteration": meta["iteration"],
             "factor_names": meta["factor_names"],

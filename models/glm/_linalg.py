@@ -6,7 +6,7 @@ marginal variances ``v_i = x_i^T V x_i``; both are done with level-3 BLAS
 """
 
 import numpy as np
-from scipy.linalg import blas, solve_triangular
+from scipy.linalg import blas
 
 
 def weighted_gram(X, weights):
@@ -31,22 +31,25 @@ def weighted_gram(X, weights):
 
 
 def _syrk(B):
-    """``B^T B`` for B of shape (N, D) via dsyrk on the Fortran view (no copy of B)."""
-    upper = blas.dsyrk(1.0, np.asfortranarray(B), trans=1, lower=0)
+    """``B^T B`` for a C-contiguous B of shape (N, D): dsyrk on ``B.T``, a Fortran view (no copy)."""
+    upper = blas.dsyrk(1.0, np.ascontiguousarray(B).T, trans=0, lower=0)
     return np.triu(upper) + np.triu(upper, 1).T
 
 
-def marginal_variances(X, precision_chol):
-    """``v_i = x_i^T Lambda^{-1} x_i`` from the lower Cholesky factor of the precision.
+def marginal_variances(X, cov_chol):
+    """``v_i = x_i^T V x_i = ||R^T x_i||^2`` from the lower Cholesky factor ``R`` of the covariance.
+
+    One ``(N, D) x (D, D)`` product (level-3 BLAS); a triangular solve with the
+    precision's factor costs the same flops but runs at half the speed.
 
     Parameters
     ----------
     X : ndarray, shape (N, D)
-    precision_chol : ndarray, shape (D, D), lower triangular, ``Lambda = L L^T``.
+    cov_chol : ndarray, shape (D, D), lower triangular, ``V = R R^T``.
 
     Returns
     -------
     ndarray, shape (N,)
     """
-    solved = solve_triangular(precision_chol, X.T, lower=True, check_finite=False)
-    return np.einsum("dn,dn->n", solved, solved)
+    projected = X @ cov_chol
+    return np.einsum("nd,nd->n", projected, projected)

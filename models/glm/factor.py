@@ -8,8 +8,8 @@ pseudo-observations (DESIGN.md section 4):
 
 i.e. the message to a full-covariance Gaussian block is
 ``(X^T gamma, -X^T diag(pi) X / 2)``, built with ``dsyrk``.  The marginals are
-``m_i = x_i^T m`` and ``v_i = ||L^{-1} x_i||^2`` with ``L`` the Cholesky factor
-of ``Lambda``.
+``m_i = x_i^T m`` and ``v_i = ||R^T x_i||^2`` with ``R`` the Cholesky factor
+of the covariance.
 
 For a DiagonalGaussian block (mean field over weights) the natural gradient of
 ``E[log p(y_i | a_i)]`` with respect to the diagonal mean parameters
@@ -69,8 +69,7 @@ class GLM(GaussianSiteFactor):
         X = self._rows(index)
         if self.diagonal:
             return X @ q.mean, (X * X) @ q.var
-        mean, chol = gaussian_mean_and_precision_chol(q)
-        return X @ mean, marginal_variances(X, chol)
+        return X @ q.mean, marginal_variances(X, np.linalg.cholesky(q.cov))
 
     def _zero_sites(self):
         zeros = (np.zeros(self.n_data), np.zeros(self.n_data))
@@ -90,9 +89,3 @@ class GLM(GaussianSiteFactor):
             return (sites[2].sum(axis=0), -0.5 * ((X * X).T @ precision))
         return (X.T @ natural_mean, -0.5 * weighted_gram(X, precision))
 
-
-def gaussian_mean_and_precision_chol(q):
-    """Mean and lower Cholesky factor of the precision of a full Gaussian posterior."""
-    chol = np.linalg.cholesky(-2.0 * np.asarray(q.natural[1]))
-    mean = np.asarray(q.mean)
-    return mean, chol

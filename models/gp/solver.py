@@ -89,7 +89,8 @@ def site_posterior(K, natural_mean, precision, jitter=1e-10):
         if the posterior stays valid).
     jitter : float
         Relative diagonal jitter used only on the negative-precision route,
-        where ``K`` itself is factorised.
+        where ``K`` itself is factorised, and only if ``K`` is numerically
+        singular (its Cholesky factorisation fails without it).
 
     Returns
     -------
@@ -141,8 +142,10 @@ def _nonnegative_route(K, gamma, pi):
 
 def _indefinite_route(K, gamma, pi, jitter):
     n = K.shape[0]
-    scale = jitter * max(np.mean(np.diag(K)), 1e-300)
-    kernel_chol, info = lapack.dpotrf(K + scale * np.eye(n), lower=1, clean=1)
+    kernel_chol, info = lapack.dpotrf(K, lower=1, clean=1)
+    if info != 0:  # numerically singular K (e.g. a smooth kernel on close inputs): add jitter
+        scale = jitter * max(np.mean(np.diag(K)), 1e-300)
+        kernel_chol, info = lapack.dpotrf(K + scale * np.eye(n), lower=1, clean=1)
     if info != 0:
         raise InvalidPosterior("GP prior covariance is not positive definite")
     M = kernel_chol.T @ (pi[:, None] * kernel_chol)

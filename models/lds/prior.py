@@ -23,9 +23,10 @@ from expfam._validation import as_float
 from inference import Block, InvalidPosterior
 
 from .._hyper import KernelHyperparameters
+from ..gp.kernels import Kernel
 from ..sites import site_kl
 from .fisher_identity import log_normaliser_grad
-from .smoother import STATUS_OK, _run_smoother, _validate, kalman_smoother
+from .smoother import STATUS_OK, _run_smoother, _validate
 
 
 class StateSpacePosterior:
@@ -97,7 +98,12 @@ class StateSpacePrior(Block):
 
     def smoother(self, natural_mean, precision):
         """Full smoother output (states, covariances, cross-covariances) for these sites."""
-        return kalman_smoother(natural_mean, precision, self.H, self.A, self.Q, self.m0, self.P0)
+        natural_mean, precision = (np.ascontiguousarray(x, dtype=float) for x in (natural_mean, precision))
+        if natural_mean.shape != (self.n_points,) or precision.shape != (self.n_points,):
+            raise ValueError(f"natural_mean and precision must have shape ({self.n_points},); "
+                             f"got {natural_mean.shape} and {precision.shape}")
+        return _run_smoother(natural_mean, precision, self.H, self.A, self.Q, self.m0, self.P0,
+                             store=True, return_status=False)
 
     def kl(self, q):
         return site_kl(q.natural_mean, q.precision, q.mean, q.var, q.log_normaliser)
@@ -151,12 +157,23 @@ class MarkovGP(KernelHyperparameters, StateSpacePrior):
     """
 
     def __init__(self, kernel, t, learn_hyperparameters=False, hyper_max_iter=20):
+        if not isinstance(kernel, Kernel):
+            raise ValueError(f"kernel must be a models.gp.kernels.Kernel; got {type(kernel).__name__}")
         t = as_float(t, "t", ndim_min=1)
-        if t.ndim != 1 or np.any(np.diff(t) < 0):
-            raise ValueError(f"t must be a 1-D array of non-decreasing times; got shape {t.shape}"
-                             + ("" if t.ndim != 1 else " with decreasing entries"))
+        if t.ndim != 1 or t.shape[0] < 1:
+            raise ValueError(f"t must be a 1-D array of at least one time; got shape {t.shape}")
+        decreasing = np.flatnonzero(np.diff(t) < 0)
+        if decreasing.size:
+            i = decreasing[0]
+            raise ValueError(f"t must be sorted (non-decreasing); got t[{i + 1}] = {float(t[i + 1])!r} "
+                             f"< t[{i}] = {float(t[i])!r}")
         self.t = t
         self.dt = np.concatenate([[0.0], np.diff(t)])
+        # tied times share one state: Q_t = 0 there, which Fisher's identity cannot take, so the
+        # hyperparameter gradient runs on the distinct times with the tied sites multiplied together
+        tied = self.dt[1:] == 0.0
+        self._tie_index = np.concatenate([[0], np.cumsum(~tied)]) if np.any(tied) else None
+        self._distinct_dt = self.dt if self._tie_index is None else self.dt[np.concatenate([[True], ~tied])]
         self.learns_hyperparameters = bool(learn_hyperparameters)
         self.hyper_max_iter = int(hyper_max_iter)
         self._set_kernel(kernel)
@@ -168,10 +185,26 @@ class MarkovGP(KernelHyperparameters, StateSpacePrior):
         self._set_model(A, Q, ss.H, np.zeros(ss.H.shape[0]), ss.Pinf, self.t.shape[0])
 
     def _build(self, log_params):
-        A, Q = self.kernel.discretise_fn(self.dt)(log_params)
+        A, Q = self.kernel.discretise_fn(self._distinct_dt)(log_params)
         P0 = self.kernel.stationary_cov_fn()(log_params)
         return A, Q, np.zeros(self.state_dim), P0
 
     def log_normaliser(self, log_params, message):
-        """``log Z(theta)`` and its gradient (Fisher's identity) with the sites held fixed."""
-        return log_normaliser_grad(np.asarray(log_params, float), self._build, message[0], message[1], self.H[0])
+        """``log Z(theta)`` and its gradient (Fisher's identity) with the sites held fixed.
+
+        Parameters
+        ----------
+        log_params : array_like, shape (p,)
+            The kernel's log hyperparameters.
+        message : tuple of ndarray, shape (T,)
+            The summed sites ``(gamma, pi)``.
+
+        Returns
+        -------
+        log_normaliser : float
+        grad : ndarray, shape (p,)
+        """
+        gamma, pi = message
+        if self._tie_index is not None:
+            gamma, pi = (np.bincount(self._tie_index, weights=m) for m in message)
+        return log_normaliser_grad(np.asarray(log_params, float), self._build, gamma, pi, self.H[0])

@@ -1,0 +1,100 @@
+"""GLM accuracy: CVI reaches the optimum an independent optimiser finds."""
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_breast_cancer
+
+from expfam import DiagonalGaussian, Gaussian
+from inference import Decaying, Model
+from models import glm, likelihoods
+
+from .reference import optimal_gaussian_elbo
+
+
+@pytest.fixture(scope="module")
+def breast_cancer():
+    data = load_breast_cancer()
+    features = (data.data - data.data.mean(0)) / data.data.std(0)
+    return np.column_stack([np.ones(len(features)), features]), data.target.astype(float)
+
+
+@pytest.fixture(scope="module")
+def breast_cancer_optimum(breast_cancer):
+    X, y = breast_cancer
+    return optimal_gaussian_elbo(X, y, n_points=200)
+
+
+def test_breast_cancer_logistic_regression_reaches_the_optimum(breast_cancer, breast_cancer_optimum):
+    X, y = breast_cancer
+    m_star, V_star, elbo_star = breast_cancer_optimum
+    dim = X.shape[1]
+    model = Model(latents={"w": Gaussian.from_mean_cov(np.zeros(dim), np.eye(dim))},
+                  factors=[glm.GLM(likelihoods.BernoulliLogit(), X, y, on="w")])
+    fit = model.fit()
+    assert fit.converged and fit.n_iter < 30
+    assert abs(fit.elbo - elbo_star) < 1e-6
+    q = fit.posterior["w"]
+    sd = np.sqrt(np.diag(V_star))
+    assert np.max(np.abs(q.mean - m_star) / sd) < 1e-3
+    assert np.max(np.abs(np.sqrt(np.diag(q.cov)) / sd - 1)) < 1e-3
+    # the ELBO never decreased
+    assert np.all(np.diff(fit.elbo_trace) >= -1e-9 * np.abs(fit.elbo_trace[1:]))
+
+
+def test_diagonal_posterior_reaches_its_own_optimum():
+    rng = np.random.default_rng(5)
+    X = np.column_stack([np.ones(150), rng.normal(size=(150, 4))])
+    y = (rng.random(150) < 1 / (1 + np.exp(-X @ [0.5, 1.0, -1.0, 0.0, 2.0]))).astype(float)
+    m_star, V_star, elbo_star = optimal_gaussian_elbo(X, y, diagonal=True, n_points=100)
+    model = Model(latents={"w": DiagonalGaussian.from_mean_var(np.zeros(5), np.ones(5))},
+                  factors=[glm.GLM(likelihoods.BernoulliLogit(), X, y, on="w")])
+    fit = model.fit(max_iter=500)
+    assert fit.converged
+    assert abs(fit.elbo - elbo_star) < 1e-6
+    np.testing.assert_allclose(fit.posterior["w"].mean, m_star, atol=1e-4)
+    np.testing.assert_allclose(fit.posterior["w"].var, np.diag(V_star), rtol=1e-3)
+
+
+def test_student_t_robust_regression_stays_valid_and_reaches_the_optimum():
+    rng = np.random.default_rng(2)
+    X = np.column_stack([np.ones(60), rng.normal(size=60)])
+    y = X @ [1.0, 2.0] + 0.3 * rng.normal(size=60)
+    y[:5] += 15.0                                             # outliers: negative site precisions
+    lik = likelihoods.StudentT(df=3.0, scale=0.3)
+    model = Model(latents={"w": Gaussian.from_mean_cov(np.zeros(2), 100 * np.eye(2))},
+                  factors=[glm.GLM(lik, X, y, on="w")])
+    fit = model.fit(max_iter=500)
+    assert fit.converged
+    assert np.any(fit.sites[0].precision < 0)
+    assert np.all(np.linalg.eigvalsh(fit.posterior["w"].cov) > 0)
+    assert np.all(np.diff(fit.elbo_trace) >= -1e-9 * np.abs(fit.elbo_trace[1:]))
+
+    def log_lik(a, yy):
+        import autograd.numpy as anp
+        from scipy.special import gammaln
+        nu, s = 3.0, 0.3
+        const = gammaln((nu + 1) / 2) - gammaln(nu / 2) - 0.5 * np.log(nu * np.pi * s * s)
+        return const - (nu + 1) / 2 * anp.log1p((yy - a) ** 2 / (nu * s * s))
+
+    m_star, V_star, elbo_star = optimal_gaussian_elbo(X, y, prior_var=100.0, log_lik=log_lik, n_points=100,
+                                                      init=np.array([1.0, 2.0, -2.0, 0.0, -2.0]))
+    assert fit.elbo >= elbo_star - 1e-6
+    np.testing.assert_allclose(fit.posterior["w"].mean, m_star, atol=1e-4)
+
+
+def test_minibatch_svi_approaches_the_full_batch_posterior():
+    rng = np.random.default_rng(0)
+    n = 4000
+    X = np.column_stack([np.ones(n), rng.normal(size=(n, 2))])
+    y = (rng.random(n) < 1 / (1 + np.exp(-X @ [0.3, -1.0, 0.7]))).astype(float)
+    prior = Gaussian.from_mean_cov(np.zeros(3), np.eye(3))
+    model = Model(latents={"w": prior}, factors=[glm.GLM(likelihoods.BernoulliLogit(), X, y, on="w")])
+    exact = model.fit()
+    # Robbins-Monro 1/t steps: the natural parameters average the N/B-scaled minibatch targets
+    svi = model.fit(batch_size=500, max_iter=400, tol=0.0, seed=1, step=Decaying(rho0=1.0, delay=1.0, power=1.0),
+                    warn=False)
+    sd = np.sqrt(np.diag(exact.posterior["w"].cov))
+    assert np.max(np.abs(svi.posterior["w"].mean - exact.posterior["w"].mean) / sd) < 0.25
+    np.testing.assert_allclose(np.diag(svi.posterior["w"].cov), sd ** 2, rtol=0.15)
+    sites = model.fit(batch_size=500, minibatch="sites", max_iter=200, tol=0.0, seed=1, step=1.0, warn=False)
+    np.testing.assert_allclose(sites.posterior["w"].mean, exact.posterior["w"].mean, atol=1e-3 * sd.max())

@@ -1,0 +1,167 @@
+"""The GP conjugate computation against a dense reference: inv(inv(K) + diag(pi)) by explicit inverses."""
+
+import numpy as np
+import pytest
+
+from inference import InvalidPosterior
+from models.gp import kernels
+from models.gp.solver import site_posterior
+
+from .reference import dense_site_posterior
+
+RTOL = 1e-10
+N = 30
+
+
+def _kernel_matrix(rng, n=N):
+    """A Matern-3/2 kernel matrix on spread-out 2-D inputs (condition number ~1e2): the dense
+    reference's explicit inverses are then accurate to ~1e-13."""
+    X = rng.uniform(0.0, 4.0, size=(n, 2))
+    kernel = kernels.Matern32(lengthscale=0.7, variance=1.3)
+    return X, kernel, kernel(X)
+
+
+def _sites(rng, n=N):
+    precision = rng.gamma(2.0, 1.0, size=n)
+    return rng.normal(size=n) * precision + rng.normal(size=n), precision
+
+
+def _cases():
+    """name -> function(rng, K) returning (gamma, pi)."""
+
+    def positive(rng, K):
+        return _sites(rng)
+
+    def some_zero(rng, K):
+        gamma, pi = _sites(rng)
+        missing = rng.choice(N, size=8, replace=False)
+        gamma[missing], pi[missing] = 0.0, 0.0
+        return gamma, pi
+
+    def all_zero(rng, K):
+        return np.zeros(N), np.zeros(N)
+
+    def tiny(rng, K):
+        gamma, pi = _sites(rng)
+        small = rng.choice(N, size=8, replace=False)
+        pi[small] = 1e-12
+        gamma[small] = 1e-12 * rng.normal(size=8)
+        return gamma, pi
+
+    def negative(rng, K):
+        gamma, pi = _sites(rng)
+        neg = rng.choice(N, size=5, replace=False)
+        pi[neg] = -0.3 / np.diag(K)[neg]
+        return gamma, pi
+
+    def negative_and_zero(rng, K):
+        gamma, pi = negative(rng, K)
+        zero = np.flatnonzero(pi > 0)[:6]
+        gamma[zero], pi[zero] = 0.0, 0.0
+        return gamma, pi
+
+    return {f.__name__: f for f in (positive, some_zero, all_zero, tiny, negative, negative_and_zero)}
+
+
+CASES = _cases()
+
+
+def _problem(name, seed=0):
+    rng = np.random.default_rng(seed)
+    X, kernel, K = _kernel_matrix(rng)
+    gamma, pi = CASES[name](rng, K)
+    assert np.linalg.eigvalsh(np.linalg.inv(K) + np.diag(pi)).min() > 0  # a valid posterior
+    return rng, X, kernel, K, gamma, pi
+
+
+def _assert_rel(actual, expected, scale=None):
+    """Agreement to RTOL relative to the largest entry (or to ``scale``, for quantities that may vanish)."""
+    scale = np.max(np.abs(expected)) if scale is None else scale
+    np.testing.assert_allclose(actual, expected, rtol=0, atol=RTOL * scale)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_marginals_and_log_normaliser_match_dense(name):
+    _, _, _, K, gamma, pi = _problem(name)
+    mean, cov, log_z = dense_site_posterior(K, gamma, pi)
+    solved = site_posterior(K, gamma, pi)
+    _assert_rel(solved.mean, mean)
+    np.testing.assert_allclose(solved.var, np.diag(cov), rtol=RTOL, atol=0)
+    assert solved.log_normaliser == pytest.approx(log_z, rel=RTOL, abs=RTOL)
+    _assert_rel(solved.alpha, np.linalg.solve(K, mean))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_predictions_at_new_inputs_match_dense(name):
+    rng, X, kernel, K, gamma, pi = _problem(name)
+    X_new = rng.uniform(-1.0, 5.0, size=(12, 2))
+    cross = kernel(X, X_new)
+    mean, cov, _ = dense_site_posterior(K, gamma, pi)
+    K_inv = np.linalg.inv(K)
+    W = K_inv - K_inv @ cov @ K_inv
+    solved = site_posterior(K, gamma, pi)
+    # predictive mean k_*^T K^{-1} m and variance k_** - k_*^T W k_*
+    _assert_rel(cross.T @ solved.alpha, cross.T @ K_inv @ mean)
+    reduction = np.einsum("nm,nk,km->m", cross, W, cross)
+    _assert_rel(solved.predictive_var_reduction(cross), reduction, scale=kernel.variance)
+    predictive_var = kernel.diag(X_new) - reduction
+    np.testing.assert_allclose(kernel.diag(X_new) - solved.predictive_var_reduction(cross),
+                               predictive_var, rtol=RTOL, atol=0)
+    _assert_rel(solved.w_matrix(), W, scale=np.abs(K_inv).max())
+
+
+def test_predictions_at_training_inputs_equal_the_marginals():
+    _, _, _, K, gamma, pi = _problem("negative_and_zero")
+    for sites in ((gamma, pi), (gamma, np.abs(pi))):
+        solved = site_posterior(K, *sites)
+        np.testing.assert_allclose(K @ solved.alpha, solved.mean, rtol=0, atol=RTOL * np.abs(solved.mean).max())
+        np.testing.assert_allclose(np.diag(K) - solved.predictive_var_reduction(K), solved.var, rtol=1e-9)
+
+
+def test_all_zero_sites_give_the_prior():
+    _, _, _, K, _, _ = _problem("positive")
+    solved = site_posterior(K, np.zeros(N), np.zeros(N))
+    np.testing.assert_array_equal(solved.mean, 0.0)
+    np.testing.assert_allclose(solved.var, np.diag(K), rtol=1e-14)
+    assert solved.log_normaliser == 0.0
+
+
+def test_the_two_routes_agree_where_both_apply():
+    """A tiny negative precision sends the problem down the second route; the answer is continuous."""
+    _, _, _, K, gamma, pi = _problem("some_zero")
+    first = site_posterior(K, gamma, pi)
+    nudged = pi.copy()
+    nudged[pi == 0] = -1e-300
+    second = site_posterior(K, gamma, nudged)
+    assert second._kernel_chol is not None and first._kernel_chol is None
+    _assert_rel(second.mean, first.mean)
+    np.testing.assert_allclose(second.var, first.var, rtol=RTOL)
+    assert second.log_normaliser == pytest.approx(first.log_normaliser, rel=RTOL)
+
+
+def test_invalid_negative_sites_raise():
+    _, _, _, K, gamma, pi = _problem("negative")
+    bad = pi.copy()
+    bad[0] = -2.0 * np.linalg.inv(K)[0, 0]  # the posterior precision's (0, 0) entry becomes negative
+    assert np.linalg.eigvalsh(np.linalg.inv(K) + np.diag(bad)).min() < 0
+    with pytest.raises(InvalidPosterior, match="non-positive-definite"):
+        site_posterior(K, gamma, bad)
+
+
+def test_just_invalid_negative_sites_raise():
+    """The boundary is found exactly: scale one negative site to just past where the
+    smallest eigenvalue of inv(K) + diag(pi) crosses zero."""
+    _, _, _, K, gamma, pi = _problem("negative")
+    K_inv = np.linalg.inv(K)
+    e0 = np.zeros(N)
+    e0[0] = 1.0
+    # smallest t with inv(K) + diag(pi) + t e0 e0^T singular: t = -1 / (e0^T (inv(K) + diag(pi))^{-1} e0)
+    threshold = -1.0 / np.linalg.inv(K_inv + np.diag(pi))[0, 0]
+    for factor, valid in ((0.99, True), (1.01, False)):
+        shifted = pi.copy()
+        shifted[0] += factor * threshold
+        if valid:
+            site_posterior(K, gamma, shifted)
+        else:
+            with pytest.raises(InvalidPosterior):
+                site_posterior(K, gamma, shifted)
