@@ -157,6 +157,18 @@ class DiagonalGaussian(ExponentialFamily):
         return cls.from_natural((mean / var, -0.5 / var), validate=False)
 
     # ------------------------------------------------------------------ readable properties
+    def kl(self, other):
+        """``KL(self || other)`` in closed form (elementwise Gaussians summed over D), shape ``batch``."""
+        if not isinstance(other, DiagonalGaussian):
+            raise ValueError(f"other must be a DiagonalGaussian for kl(); got {type(other).__name__}")
+        ratio = self.var / other.var
+        diff = self.mean - other.mean
+        return 0.5 * np.sum(ratio + diff * diff / other.var - 1.0 - np.log(ratio), axis=-1)
+
+    def entropy(self):
+        """Differential entropy ``sum_d (1 + log(2 pi v_d)) / 2``, shape ``batch``."""
+        return 0.5 * np.sum(1.0 + np.log(2.0 * np.pi * self.var), axis=-1)
+
     @property
     def mean(self):
         """Means ``m``, shape ``batch + (D,)``."""

@@ -201,8 +201,12 @@ class Engine:
                 rho *= 0.5
                 if rho < _MIN_BACKOFF_RHO:
                     raise RuntimeError(
-                        f"block {b!r}: no step size keeps the posterior valid ({err}); "
-                        "the current state itself may be invalid"
+                        f"block {b!r}: no step size keeps the posterior valid ({err}). The site "
+                        "targets at the current posterior are too extreme to add in floating point "
+                        "-- typically an exponential link (Poisson, Gamma) evaluated under a very "
+                        "diffuse prior, where E[exp(a)] = exp(m + v/2) overflows the curvature. "
+                        "Use a tighter prior (or standardised inputs), or start from a previous fit "
+                        "with init=..."
                     ) from err
                 if not self.rule.adaptive and not warned:
                     warnings.warn(

@@ -46,7 +46,7 @@ class BayesianGLM:
     """
 
     def __init__(self, likelihood=None, prior_var=1.0, fit_intercept=True, covariance="full",
-                 max_iter=200, tol=1e-9, step=None, batch_size=None, seed=0):
+                 max_iter=200, tol=1e-8, step=None, batch_size=None, seed=0):
         self.likelihood = likelihood
         self.prior_var = prior_var
         self.fit_intercept = fit_intercept
@@ -118,7 +118,7 @@ class BayesianLogisticRegression(BayesianGLM):
     """Bayesian logistic regression (Bernoulli-logit GLM) with ``predict`` and ``predict_proba``."""
 
     def __init__(self, prior_var=1.0, fit_intercept=True, covariance="full", max_iter=200,
-                 tol=1e-9, step=None, batch_size=None, seed=0, n_points=20):
+                 tol=1e-8, step=None, batch_size=None, seed=0, n_points=None):
         super().__init__(None, prior_var, fit_intercept, covariance, max_iter, tol, step,
                          batch_size, seed)
         self.n_points = n_points

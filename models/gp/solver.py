@@ -11,7 +11,7 @@ Two stable routes, both exact:
 
 * all ``pi_i >= 0`` (log-concave likelihoods): ``B = I + S K S`` with
   ``S = diag(sqrt(pi))`` (Rasmussen & Williams, Alg. 3.2), one Cholesky of
-  ``B`` and one triangular inverse.  Zero-precision (missing) points need no
+  ``B`` and one triangular inverse, both in place (LAPACK ``dpotrf``, ``dtrtri``).  Zero-precision (missing) points need no
   special care in ``B``.  The marginal variances use
   ``L_B^{-1} S K = (L_B^T - L_B^{-1}) S^{-1}``, so no ``N^3`` product is
   formed; points with ``pi_i = 0`` get their variance from an explicit solve.
@@ -27,7 +27,7 @@ use ``W = K^{-1} - K^{-1} Sigma K^{-1}`` (``= S B^{-1} S`` on the first route).
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import lapack, solve_triangular
+from scipy.linalg import blas, lapack, solve_triangular
 
 from inference import InvalidPosterior
 
@@ -50,15 +50,15 @@ class SitePosterior:
     var: np.ndarray
     log_normaliser: float
     alpha: np.ndarray
-    _chol: np.ndarray
+    _inv_upper: np.ndarray = None  # first route: U^{-1} = L_B^{-T} (Fortran order)
     _sqrt_precision: np.ndarray = None
+    _chol: np.ndarray = None  # second route: Cholesky factors of M and K
     _kernel_chol: np.ndarray = None
 
     def predictive_var_reduction(self, cross):
         """``diag(k_*^T W k_*)`` for cross-covariances ``cross`` of shape (N, M)."""
-        if self._sqrt_precision is not None:
-            solved = solve_triangular(self._chol, self._sqrt_precision[:, None] * cross,
-                                      lower=True, check_finite=False)
+        if self._inv_upper is not None:
+            solved = _apply_inverse_chol(self._inv_upper, self._sqrt_precision[:, None] * cross)
             return np.einsum("nm,nm->m", solved, solved)
         whitened = solve_triangular(self._kernel_chol, cross, lower=True, check_finite=False)
         reduced = solve_triangular(self._chol, whitened, lower=True, check_finite=False)
@@ -67,11 +67,15 @@ class SitePosterior:
     def w_matrix(self):
         """``W = K^{-1} - K^{-1} Sigma K^{-1}`` (N, N), used for hyperparameter gradients."""
         n = self.mean.shape[0]
-        if self._sqrt_precision is not None:
-            inv_chol, _ = lapack.dtrtri(self._chol, lower=1)
-            inv_chol = np.tril(inv_chol)
+        if self._inv_upper is not None:
+            # S B^{-1} S with B^{-1} = U^{-1} U^{-T}: one LAPACK dlauum (N^3 / 3 flops)
+            product, _ = lapack.dlauum(self._inv_upper, lower=0)
+            inverse = np.triu(product)
+            inverse += np.triu(product, 1).T
             s = self._sqrt_precision
-            return (s[:, None] * (inv_chol.T @ inv_chol)) * s[None, :]
+            inverse *= s[:, None]
+            inverse *= s[None, :]
+            return inverse
         inv_kchol = solve_triangular(self._kernel_chol, np.eye(n), lower=True, check_finite=False)
         reduced = solve_triangular(self._chol, inv_kchol, lower=True, check_finite=False)
         return inv_kchol.T @ inv_kchol - reduced.T @ reduced
@@ -109,35 +113,38 @@ def site_posterior(K, natural_mean, precision, jitter=1e-10):
 def _nonnegative_route(K, gamma, pi):
     n = K.shape[0]
     s = np.sqrt(pi)
-    B = s[:, None] * K * s[None, :]
+    B = K * s[:, None]
+    B *= s[None, :]
     B[np.diag_indices(n)] += 1.0
-    chol, info = lapack.dpotrf(B, lower=1, clean=1, overwrite_a=1)
+    # B is symmetric, so B.T is a Fortran-ordered view of it: LAPACK factorises it in place
+    # as U^T U, which leaves L = U^T (B = L L^T) in B's C-ordered memory, and then inverts U
+    # in place; the only N x N array allocated is B
+    upper, info = lapack.dpotrf(B.T, lower=0, clean=1, overwrite_a=1)
     if info != 0:
         raise InvalidPosterior("GP sites: I + S K S is not positive definite (is K PSD and finite?)")
-    inv_chol, info = lapack.dtrtri(chol, lower=1)
-    inv_chol = np.tril(inv_chol)
-    c = K @ gamma
-    alpha = gamma - s * _cho_solve(chol, s * c)
+    chol = upper.T
+    diag = chol.diagonal().copy()
+    alpha = gamma - s * lapack.dpotrs(upper, s * (K @ gamma), lower=0)[0]
     mean = K @ alpha
-    diag = np.diag(chol)
-    strict_l = np.tril(chol, -1)
-    strict_inv = np.tril(inv_chol, -1)
+    row_part = _strict_square_norms(chol, "ji,ji->j")             # rows of L, below the diagonal
+    inv_upper, info = lapack.dtrtri(upper, lower=0, overwrite_c=1)  # U^{-1} = L^{-T}
+    if info != 0:
+        raise InvalidPosterior("GP sites: the Cholesky factor of I + S K S is singular")
+    col_part = _strict_square_norms(inv_upper.T, "ij,ij->j")      # columns of L^{-1}, below it
     observed = pi > 0
     var = np.diag(K).copy()
     if np.any(observed):
         # ||L_B^T e_j - L_B^{-1} e_j||^2 split into its strict-lower, diagonal and strict-upper parts
-        row_part = np.einsum("ji,ji->j", strict_l, strict_l)
-        col_part = np.einsum("ij,ij->j", strict_inv, strict_inv)
         d = pi * np.diag(K) - row_part                      # L_jj^2 - 1 without cancelling the 1
         diag_part = d * d / (diag * diag)
         reduction = (row_part + diag_part + col_part)[observed] / pi[observed]
         var[observed] -= reduction
     if not np.all(observed):
         missing = np.flatnonzero(~observed)
-        solved = solve_triangular(chol, s[:, None] * K[:, missing], lower=True, check_finite=False)
+        solved = _apply_inverse_chol(inv_upper, s[:, None] * K[:, missing])
         var[missing] -= np.einsum("nm,nm->m", solved, solved)
     log_normaliser = -np.sum(np.log(diag)) + 0.5 * gamma @ mean
-    return SitePosterior(mean, var, float(log_normaliser), alpha, chol, _sqrt_precision=s)
+    return SitePosterior(mean, var, float(log_normaliser), alpha, _inv_upper=inv_upper, _sqrt_precision=s)
 
 
 def _indefinite_route(K, gamma, pi, jitter):
@@ -158,10 +165,19 @@ def _indefinite_route(K, gamma, pi, jitter):
     mean = W.T @ (W @ gamma)
     var = np.einsum("ij,ij->j", W, W)
     log_normaliser = -np.sum(np.log(np.diag(chol))) + 0.5 * gamma @ mean
-    return SitePosterior(mean, var, float(log_normaliser), gamma - pi * mean, chol,
+    return SitePosterior(mean, var, float(log_normaliser), gamma - pi * mean, _chol=chol,
                          _kernel_chol=kernel_chol)
 
 
-def _cho_solve(chol, b):
-    x, _ = lapack.dpotrs(chol, b, lower=1)
-    return x
+def _strict_square_norms(matrix, subscripts):
+    """Row or column sums of squares of ``matrix`` without its diagonal (zeroed and restored in place)."""
+    diagonal = matrix.diagonal().copy()
+    np.fill_diagonal(matrix, 0.0)
+    norms = np.einsum(subscripts, matrix, matrix)
+    np.fill_diagonal(matrix, diagonal)
+    return norms
+
+
+def _apply_inverse_chol(inv_upper, b):
+    """``L^{-1} b`` from ``U^{-1} = L^{-T}`` (a triangular product, BLAS dtrmm)."""
+    return blas.dtrmm(1.0, inv_upper, np.asfortranarray(b), lower=0, trans_a=1)

@@ -1,0 +1,119 @@
+"""The GLM factor: sites, missing data, predictions, the estimators and input checks."""
+
+import numpy as np
+import pytest
+from scipy.special import expit
+
+from expfam import DiagonalGaussian, Gaussian
+from inference import Model
+from models import glm, likelihoods
+
+
+@pytest.fixture
+def logistic_data():
+    rng = np.random.default_rng(3)
+    X = np.column_stack([np.ones(120), rng.normal(size=(120, 2))])
+    y = (rng.random(120) < expit(X @ [0.2, 1.5, -1.0])).astype(float)
+    return X, y
+
+
+def _fit(X, y, lik=None, prior_var=1.0, **kwargs):
+    dim = X.shape[1]
+    model = Model(latents={"w": Gaussian.from_mean_cov(np.zeros(dim), prior_var * np.eye(dim))},
+                  factors=[glm.GLM(lik or likelihoods.BernoulliLogit(), X, y, on="w")])
+    return model.fit(**kwargs)
+
+
+def test_sites_reproduce_the_posterior_as_bayesian_linear_regression(logistic_data):
+    X, y = logistic_data
+    fit = _fit(X, y, tol=1e-15, max_iter=300, warn=False)
+    sites = fit.sites[0]
+    assert sites.precision.shape == (len(y),) and np.all(sites.precision > 0)
+    # the posterior is the prior conditioned on pseudo-observations with noise 1/pi
+    precision = np.eye(3) + X.T @ (sites.precision[:, None] * X)
+    mean = np.linalg.solve(precision, X.T @ (sites.precision * sites.pseudo_obs))
+    np.testing.assert_allclose(fit.posterior["w"].mean, mean, rtol=1e-9)
+    np.testing.assert_allclose(fit.posterior["w"].precision, precision, rtol=1e-9)
+    # and at the fixed point each site is the natural gradient of its own expected log-likelihood
+    q = fit.posterior["w"]
+    m_i, v_i = X @ q.mean, np.einsum("nd,de,ne->n", X, q.cov, X)
+    _, g_m, g_v = likelihoods.BernoulliLogit().variational_expectations(m_i, v_i, y)
+    np.testing.assert_allclose(sites.precision, -2 * g_v, rtol=1e-5, atol=1e-9)
+    np.testing.assert_allclose(sites.natural_mean, g_m - 2 * g_v * m_i, rtol=1e-5, atol=1e-8)
+
+
+def test_missing_responses_keep_empty_sites(logistic_data):
+    X, y = logistic_data
+    y_missing = y.copy()
+    y_missing[::4] = np.nan
+    fit = _fit(X, y_missing)
+    assert np.all(fit.sites[0].precision[::4] == 0) and np.all(fit.sites[0].natural_mean[::4] == 0)
+    observed = ~np.isnan(y_missing)
+    reference = _fit(X[observed], y[observed])
+    np.testing.assert_allclose(fit.posterior["w"].mean, reference.posterior["w"].mean, rtol=1e-8)
+    assert fit.elbo == pytest.approx(reference.elbo, rel=1e-10)
+
+
+def test_poisson_regression_recovers_the_weights():
+    rng = np.random.default_rng(0)
+    X = np.column_stack([np.ones(2000), rng.normal(size=(2000, 2)) * 0.5])
+    counts = rng.poisson(np.exp(X @ [1.0, 0.5, -0.7]))
+    fit = _fit(X, counts, likelihoods.Poisson(), prior_var=1.0)
+    q = fit.posterior["w"]
+    assert fit.converged
+    np.testing.assert_allclose(q.mean, [1.0, 0.5, -0.7], atol=4 * np.sqrt(np.diag(q.cov)).max())
+
+
+def test_estimator_matches_the_model_api(logistic_data):
+    X, y = logistic_data
+    est = glm.BayesianLogisticRegression().fit(X[:, 1:], y)
+    fit = _fit(X, y)
+    np.testing.assert_allclose(est.coef_, fit.posterior["w"].mean[1:], rtol=1e-10)
+    assert est.intercept_ == pytest.approx(fit.posterior["w"].mean[0], rel=1e-10)
+    np.testing.assert_allclose(est.coef_cov_, fit.posterior["w"].cov, rtol=1e-10)
+    assert est.converged_ and est.n_iter_ == fit.n_iter
+    proba = est.predict_proba(X[:5, 1:])
+    np.testing.assert_allclose(proba.sum(1), 1.0)
+    # predictive probability = E[sigmoid(a)] under a ~ N(x^T m, x^T V x), by brute-force quadrature
+    mean, var = est.predict_latent(X[:5, 1:])
+    grid = np.linspace(-12, 12, 20001)
+    density = np.exp(-0.5 * (grid[None] - mean[:, None]) ** 2 / var[:, None]) / np.sqrt(2 * np.pi * var[:, None])
+    brute = np.trapezoid(density * expit(grid[None]), grid, axis=1)
+    np.testing.assert_allclose(proba[:, 1], brute, rtol=1e-6)
+    assert set(est.predict(X[:, 1:])) <= {0, 1}
+    assert np.mean(est.predict(X[:, 1:]) == y) > 0.7
+
+
+def test_diagonal_estimator_and_gaussian_estimator(logistic_data):
+    X, y = logistic_data
+    est = glm.BayesianGLM(likelihoods.Gaussian(variance=0.5), covariance="diag").fit(X[:, 1:], X @ [1.0, 2.0, 3.0])
+    assert isinstance(est.posterior_, DiagonalGaussian)
+    assert np.allclose(est.coef_cov_, np.diag(np.diag(est.coef_cov_)))
+    np.testing.assert_allclose(est.predict(X[:3, 1:]), X[:3] @ est.posterior_.mean, rtol=1e-12)
+    with pytest.raises(ValueError, match="covariance"):
+        glm.BayesianGLM(covariance="banded").fit(X, y)
+    with pytest.raises(ValueError, match="not fitted"):
+        glm.BayesianLogisticRegression().predict(X)
+
+
+def test_laplace_baseline_finds_the_map(logistic_data):
+    X, y = logistic_data
+    q, _ = glm.laplace(likelihoods.BernoulliLogit(), X, y, np.zeros(3), np.eye(3))
+    gradient = X.T @ (y - expit(X @ q.mean)) - q.mean
+    np.testing.assert_allclose(gradient, 0.0, atol=1e-8)
+    hessian = np.eye(3) + X.T @ ((expit(X @ q.mean) * expit(-X @ q.mean))[:, None] * X)
+    np.testing.assert_allclose(q.precision, hessian, rtol=1e-10)
+
+
+def test_bad_inputs_name_the_argument(logistic_data):
+    X, y = logistic_data
+    with pytest.raises(ValueError, match="y"):
+        glm.GLM(likelihoods.BernoulliLogit(), X, np.where(y > 0, 2.0, 0.0), on="w")
+    with pytest.raises(ValueError, match="y"):
+        glm.GLM(likelihoods.Poisson(), X, -y, on="w")
+    with pytest.raises(ValueError, match="likelihood"):
+        glm.GLM("logistic", X, y, on="w")
+    X_inf = X.copy()
+    X_inf[0, 0] = np.inf
+    with pytest.raises(ValueError, match="X must be finite"):
+        glm.GLM(likelihoods.BernoulliLogit(), X_inf, y, on="w")
