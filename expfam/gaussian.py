@@ -216,7 +216,7 @@ class Gaussian(ExponentialFamily):
 
     # ------------------------------------------------------------------ closed forms
     def kl(self, other):
-        """``KL(self || other)`` in closed form from Cholesky factors of the precisions.
+        r"""``KL(self || other)`` in closed form from Cholesky factors of the precisions.
 
         .. math:: \tfrac12 [\operatorname{tr}(\Lambda_p V_q) + (m_q - m_p)^T \Lambda_p (m_q - m_p)
                   - D + \log|\Lambda_q| - \log|\Lambda_p|]
