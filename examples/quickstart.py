@@ -38,8 +38,9 @@ def main(argv=None):
     p = 1 / (1 + np.exp(-(X @ q.mean)))
     print(f"training accuracy of the posterior mean: {np.mean((p > 0.5) == y):.3f}")
     sites = fit.sites[0]
-    print(f"data point 0's site: pseudo-observation {sites.pseudo_obs[0]:+.3f}, "
-          f"precision {sites.precision[0]:.3f}")
+    i = int(np.argmax(sites.precision))
+    print(f"each data point keeps a 1-D Gaussian site; the most informative, point {i}, is a "
+          f"pseudo-observation {sites.pseudo_obs[i]:+.3f} with precision {sites.precision[i]:.3f}")
     return fit
 
 
