@@ -64,6 +64,11 @@ class Engine:
         self.elbo_trace, self.rho_trace = [], []
         self.n_backoffs = 0
         self.n_accelerated = 0
+        # the first sweep from the prior uses cheap quadrature (deterministic fits only)
+        self.coarse = not self.stochastic and any([f.set_coarse(True) for f in self.factors])
+        if not self.coarse:
+            for f in self.factors:
+                f.set_coarse(False)
         # Anderson acceleration needs the exact ELBO as a safeguard and one fixed-point map
         self.accelerator = (AndersonAccelerator() if acceleration and self.rule.adaptive
                             and len(self.order) == 1 else None)
@@ -244,6 +249,15 @@ class Engine:
         self.iteration += 1
         return elbo, min(rhos) if rhos else 0.0
 
+    def refine(self):
+        """Leave the coarse quadrature: every factor evaluates accurately from now on."""
+        for f in self.factors:
+            f.set_coarse(False)
+        self.coarse = False
+        self._cache = [None] * len(self.factors)
+        if self.accelerator is not None:
+            self.accelerator.reset()
+
     def learn_hyperparameters(self):
         """Let structured blocks update their hyperparameters with the sites held fixed."""
         changed = False
@@ -297,6 +311,13 @@ def run(engine, max_iter, tol, callback=None, progress=False, warn=True):
         else:
             converged = abs(elbo - previous) <= tol * max(abs(elbo), 1e-300)
             previous = elbo
+        if engine.coarse:
+            # the first sweep ran on the cheap rule (the prior's variances are large and the
+            # accurate rule would be expensive there); from now on every ELBO is accurate
+            engine.refine()
+            previous = elbo = engine.elbo(engine.q, [None] * len(engine.factors))
+            engine.elbo_trace[-1] = float(elbo)
+            converged = False
         if converged and learns and engine.learn_hyperparameters():
             previous = engine.elbo(engine.q, [None] * len(engine.factors))
             engine.elbo_trace.append(float(previous))

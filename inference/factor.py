@@ -119,6 +119,16 @@ class Factor:
         """Blocks whose batch is indexed by this factor's data points (not summed over)."""
         return ()
 
+    def set_coarse(self, coarse):
+        """Switch a cheaper, less accurate evaluation on or off; return whether the factor has one.
+
+        Quadrature factors use a fixed small rule for the first sweep from the
+        prior -- whose large variances would make the accurate rule expensive,
+        and where accuracy buys nothing -- and their accurate rule afterwards.
+        Both modes are deterministic, so the step-size check compares like with like.
+        """
+        return False
+
     def describe(self):
         """A short human-readable name for messages and summaries."""
         roles = ", ".join(f"{k}={v!r}" for k, v in self.roles.items())

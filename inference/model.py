@@ -122,6 +122,7 @@ class Model:
             "block_states": {b: blk.state() for b, blk in self.blocks.items()},
             "factor_names": [f.describe() for f in self.factors],
             "accelerator": engine.accelerator.state() if engine.accelerator is not None else {},
+            "coarse": bool(engine.coarse),
         }
         views = [f.site_view(s) for f, s in zip(self.factors, engine.sites)]
         return FitResult(
@@ -158,6 +159,8 @@ def _restore(engine, init):
     engine.elbo_trace = list(np.asarray(init.elbo_trace, float))
     engine.rho_trace = list(np.asarray(init.rho_trace, float))
     engine.n_backoffs = init.n_backoffs
+    if engine.coarse and not state.get("coarse", False):
+        engine.refine()
     if engine.accelerator is not None:
         engine.accelerator.set_state(state.get("accelerator", {}))
     for b, block_state in state["block_states"].items():

@@ -117,6 +117,7 @@ class FitResult:
             "positions": state["positions"],
             "iteration": state["iteration"],
             "factor_names": state["factor_names"],
+            "coarse": state.get("coarse", False),
             "site_views": [[getattr(v, "kind", "raw"), getattr(v, "block", None)] for v in self.sites],
         }
         arrays["__meta__"] = np.array(json.dumps(meta))
@@ -161,7 +162,7 @@ class FitResult:
             "sites": sites, "messages": messages, "orders": orders, "block_states": block_states,
             "accelerator": accelerator,
             "positions": meta["positions"], "rule_state": meta["rule_state"],
-            "rng_state": meta["rng_state"], "iteration": meta["iteration"],
+            "rng_state": meta["rng_state"], "iteration": meta["iteration"], "coarse": meta.get("coarse", False),
             "factor_names": meta["factor_names"],
         }
         from .factor import GaussianSiteView, SiteView

@@ -29,6 +29,9 @@ from inference.factor import GaussianSiteView
 from .likelihoods import Likelihood
 from .likelihoods.gaussian import gaussian_expectations, gaussian_precision_site
 
+COARSE_POINTS = 20
+"""Gauss-Hermite points used far from the optimum (see :meth:`inference.Factor.set_coarse`)."""
+
 
 class GaussianSiteFactor(Factor):
     """Base class: a likelihood on scalar projections of a Gaussian block.
@@ -66,6 +69,14 @@ class GaussianSiteFactor(Factor):
                 raise ValueError(f"{self.describe()}: the precision block must be a single Gamma; "
                                  f"got batch shape {block.prior.batch_shape}")
 
+    _coarse_points = None
+
+    def set_coarse(self, coarse):
+        """Use a fixed 20-point rule while ``coarse`` (the likelihood's own rule otherwise)."""
+        has_quadrature = self.precision_block is None and not self.likelihood.conjugate
+        self._coarse_points = COARSE_POINTS if (coarse and has_quadrature) else None
+        return has_quadrature
+
     def init_sites(self, blocks):
         sites = {self.roles["on"]: self._zero_sites()}
         if self.precision_block is not None:
@@ -86,7 +97,7 @@ class GaussianSiteFactor(Factor):
             targets[self.precision_block] = gaussian_precision_site(mean, var, y)
         else:
             lik = self.likelihood if index is None else self.likelihood.subset(index)
-            expected, g_m, g_v = lik._variational_expectations(mean, var, y)
+            expected, g_m, g_v = lik._variational_expectations(mean, var, y, self._coarse_points)
         precision = -2.0 * g_v
         targets[self.roles["on"]] = self._targets(q_block, g_m + precision * mean, precision, g_m, index)
         return FactorEval(float(np.sum(expected)), targets)

@@ -42,7 +42,9 @@ def test_default_fit_is_valid_monotone_and_equals_the_dense_gp():
         q = info.posterior["f"]
         checked.append((np.min(q.var), _min_posterior_eigenvalue(t, q.precision)))
 
-    markov = _fit(lds.MarkovGP(KERNEL, t), y, tol=1e-12, callback=check)
+    # the two blocks may take different step sizes (the Kalman filter rejects some valid proposals, see
+    # the xfail below), so their converged fixed points are compared, at a tolerance that pins them down
+    markov = _fit(lds.MarkovGP(KERNEL, t), y, tol=1e-14, callback=check)
     assert markov.converged
     assert np.sum(markov.sites[0].precision < 0) >= 5      # the outliers' sites are negative
     assert all(var > 0 and eig > 0 for var, eig in checked)
@@ -51,7 +53,7 @@ def test_default_fit_is_valid_monotone_and_equals_the_dense_gp():
     assert np.all(np.diff(markov.elbo_trace) >= -slack)
     assert np.any(markov.rho_trace[1:] < 1.0)               # the adaptive rule had to shorten steps
 
-    dense = _fit(gp.GP(KERNEL, t), y, tol=1e-12)
+    dense = _fit(gp.GP(KERNEL, t), y, tol=1e-14)
     assert dense.converged
     np.testing.assert_allclose(markov.posterior["f"].mean, dense.posterior["f"].mean, rtol=RTOL, atol=RTOL)
     np.testing.assert_allclose(markov.posterior["f"].var, dense.posterior["f"].var, rtol=RTOL, atol=RTOL)
