@@ -25,9 +25,9 @@ from models import Observe, gp, likelihoods
 
 def main(argv=None):
     args = parse_args(__doc__, argv)
-    n_train = 100 if args.quick else 300
-    X, y = make_moons(n_samples=n_train, noise=0.25, random_state=0)
-    X_test, y_test = make_moons(n_samples=1000, noise=0.25, random_state=1)
+    n_train = 80 if args.quick else 300
+    X, y = make_moons(n_samples=n_train, noise=0.3, random_state=0)
+    X_test, y_test = make_moons(n_samples=1000, noise=0.3, random_state=1)
 
     kernel = gp.kernels.Matern32(lengthscale=1.0, variance=1.0)
     prior = gp.GP(kernel, X, learn_hyperparameters=True)

@@ -14,14 +14,17 @@ points: a ratio of about 0.75 per iteration).  Anderson acceleration (type II,
 where the columns of ``Delta F`` and ``Delta G`` are successive differences.
 The engine only proposes this point: it is accepted when the posterior is valid
 and the exact ELBO does not decrease, otherwise the ordinary damped step is
-taken.  The cost is a small least-squares problem per iteration.
+taken.  The history lives in two preallocated ring buffers of differences, and
+``gamma`` comes from the ``depth x depth`` normal equations (with a relative
+ridge), so an iteration costs ``O(depth * P)`` arithmetic and no allocation of
+``P``-sized arrays beyond the proposal itself.
 """
 
 import numpy as np
 
 
 class AndersonAccelerator:
-    """Keeps the last ``depth + 1`` (sites, targets) pairs and proposes extrapolated sites.
+    """Keeps the last ``depth`` differences of (residuals, targets) and proposes extrapolated sites.
 
     Parameters
     ----------
@@ -35,7 +38,9 @@ class AndersonAccelerator:
 
     def reset(self):
         """Forget the history (after the fixed-point map changed, e.g. new hyperparameters)."""
-        self._points, self._targets = [], []
+        self._delta_f = self._delta_g = None
+        self._last_f = self._last_g = None
+        self._count = self._next = 0
 
     def propose(self, sites, targets):
         """Record ``(sites, targets)`` and return the extrapolated sites, or None without history.
@@ -45,34 +50,44 @@ class AndersonAccelerator:
         sites, targets : ndarray, shape (P,)
             Flattened current sites and their targets ``G(sites)``.
         """
-        self._points.append(np.array(sites, dtype=float))
-        self._targets.append(np.array(targets, dtype=float))
-        if len(self._points) > self.depth + 1:
-            self._points.pop(0)
-            self._targets.pop(0)
-        if len(self._points) < 2:
+        residual = targets - sites
+        if self._last_f is None or self._last_f.shape != residual.shape:
+            self.reset()
+            size = residual.shape[0]
+            self._delta_f = np.empty((self.depth, size))
+            self._delta_g = np.empty((self.depth, size))
+            self._last_f, self._last_g = residual, np.array(targets, dtype=float)
             return None
-        residuals = np.stack([g - x for x, g in zip(self._points, self._targets)], axis=1)
-        targets_hist = np.stack(self._targets, axis=1)
-        delta_f = np.diff(residuals, axis=1)
-        delta_g = np.diff(targets_hist, axis=1)
-        scale = np.linalg.norm(delta_f, axis=0)
-        keep = scale > 0
-        if not np.any(keep):
+        row = self._next
+        np.subtract(residual, self._last_f, out=self._delta_f[row])
+        np.subtract(targets, self._last_g, out=self._delta_g[row])
+        self._last_f, self._last_g = residual, np.array(targets, dtype=float)
+        self._next = (row + 1) % self.depth
+        self._count = min(self._count + 1, self.depth)
+        used = slice(0, self._count)
+        delta_f, delta_g = self._delta_f[used], self._delta_g[used]
+        gram = delta_f @ delta_f.T
+        rhs = delta_f @ residual
+        ridge = 1e-12 * np.trace(gram) + 1e-300
+        try:
+            coef = np.linalg.solve(gram + ridge * np.eye(self._count), rhs)
+        except np.linalg.LinAlgError:
             return None
-        coef, *_ = np.linalg.lstsq(delta_f[:, keep] / scale[keep], residuals[:, -1], rcond=1e-10)
-        proposal = targets_hist[:, -1] - (delta_g[:, keep] / scale[keep]) @ coef
+        proposal = targets - coef @ delta_g
         return proposal if np.all(np.isfinite(proposal)) else None
 
     def state(self):
-        """The history as two arrays (rows: stored pairs), for saving a fit."""
-        if not self._points:
+        """The history as arrays, for saving a fit (empty before the first call)."""
+        if self._last_f is None:
             return {}
-        return {"points": np.stack(self._points), "targets": np.stack(self._targets)}
+        return {"delta_f": self._delta_f.copy(), "delta_g": self._delta_g.copy(),
+                "last_f": self._last_f.copy(), "last_g": self._last_g.copy(),
+                "counters": np.array([self._count, self._next])}
 
     def set_state(self, state):
         """Restore :meth:`state`."""
         self.reset()
         if state:
-            self._points = [np.array(p) for p in state["points"]]
-            self._targets = [np.array(t) for t in state["targets"]]
+            self._delta_f, self._delta_g = np.array(state["delta_f"]), np.array(state["delta_g"])
+            self._last_f, self._last_g = np.array(state["last_f"]), np.array(state["last_g"])
+            self._count, self._next = (int(c) for c in state["counters"])

@@ -64,6 +64,9 @@ class Engine:
         self.elbo_trace, self.rho_trace = [], []
         self.n_backoffs = 0
         self.n_accelerated = 0
+        self.last_accelerated = False   # whether the last update was an Anderson step
+        self.plain_next = False         # force an ordinary step (to confirm convergence)
+        self.accelerator_rested = False  # skip one extrapolation after a rejected one
         # the first sweep from the prior uses cheap quadrature (deterministic fits only)
         self.coarse = not self.stochastic and any([f.set_coarse(True) for f in self.factors])
         if not self.coarse:
@@ -71,7 +74,8 @@ class Engine:
                 f.set_coarse(False)
         # Anderson acceleration needs the exact ELBO as a safeguard and one fixed-point map
         self.accelerator = (AndersonAccelerator() if acceleration and self.rule.adaptive
-                            and len(self.order) == 1 else None)
+                            and len(self.order) == 1 and not all(f.conjugate for f in self.factors)
+                            else None)
         self._cache = [None] * len(self.factors)
         self._kl_cache = {}
         self.q = None
@@ -157,6 +161,16 @@ class Engine:
             s[index] = rows
         return new_sites, new_message
 
+    def _try_acceleration(self):
+        """Extrapolate only in the asymptotic regime: full steps are being accepted, the last
+        proposal was not rejected, and no ordinary step is needed to confirm convergence."""
+        if self.accelerator is None or self.plain_next:
+            return False
+        if self.accelerator_rested:
+            self.accelerator_rested = False
+            return False
+        return self.rule.rho(self.iteration) >= self.rule.max_rho
+
     def _accelerated(self, b, ks, targets, batches, current_elbo):
         """Try the Anderson-accelerated sites for block ``b``; returns the new ELBO or None."""
         like = [self.sites[k][b] for k in ks]
@@ -188,11 +202,13 @@ class Engine:
         """One damped site update of block ``b``; returns (rho used or 0.0, new ELBO)."""
         ks = self.touching[b]
         targets = {k: self._evaluate(k, self.q, batches[k]).targets[b] for k in ks}
-        if self.accelerator is not None:
+        if self._try_acceleration():
             new_elbo = self._accelerated(b, ks, targets, batches, current_elbo)
             if new_elbo is not None:
                 self.n_accelerated += 1
+                self.last_accelerated = True
                 return 1.0, new_elbo
+            self.accelerator_rested = True
         rho = self.rule.rho(self.iteration)
         warned = False
         while True:
@@ -237,6 +253,7 @@ class Engine:
 
     def sweep(self):
         """One iteration over all blocks; returns (ELBO after the sweep, smallest rho used)."""
+        self.last_accelerated = False
         batches = self.next_batches()
         if self.stochastic:
             self._cache = [None] * len(self.factors)
@@ -311,6 +328,10 @@ def run(engine, max_iter, tol, callback=None, progress=False, warn=True):
         else:
             converged = abs(elbo - previous) <= tol * max(abs(elbo), 1e-300)
             previous = elbo
+            # an extrapolated step that barely moves may be stagnation, not convergence:
+            # only an ordinary CVI step may confirm convergence
+            engine.plain_next = converged and engine.last_accelerated
+            converged = converged and not engine.last_accelerated
         if engine.coarse:
             # the first sweep ran on the cheap rule (the prior's variances are large and the
             # accurate rule would be expensive there); from now on every ELBO is accurate

@@ -53,11 +53,15 @@ class Factor:
         Number of data points (sites per block).
     stochastic : bool
         Whether :meth:`evaluate` returns Monte Carlo estimates.
+    conjugate : bool
+        Whether the targets never depend on the posterior of the blocks they
+        are for (then one step with ``rho = 1`` is exact and acceleration is moot).
     """
 
     roles = {}
     n_data = 1
     stochastic = False
+    conjugate = False
 
     @property
     def block_names(self):

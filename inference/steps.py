@@ -3,8 +3,8 @@
 Three rules, chosen by ``Model.fit(step=...)``:
 
 * :class:`Adaptive` (the default for deterministic fits): try ``rho``; accept if
-  the ELBO does not decrease, otherwise halve ``rho`` and retry from the same
-  state; after an accepted step ``rho`` grows back towards ``max_rho``.  With
+  the ELBO does not decrease, otherwise shrink ``rho`` (x 1/4) and retry from the same
+  state; after an accepted step ``rho`` grows back (x 4) towards ``max_rho``.  With
   conjugate factors every step with ``rho = 1`` is accepted (VMP).
 * :class:`Fixed`: a constant ``rho``.
 * :class:`Decaying`: Robbins-Monro ``rho_t = rho0 (1 + t / delay)^{-power}``,
@@ -100,7 +100,7 @@ class Adaptive(StepRule):
 
     adaptive = True
 
-    def __init__(self, rho0=1.0, grow=2.0, shrink=0.5, max_rho=1.0, min_rho=1e-10):
+    def __init__(self, rho0=1.0, grow=4.0, shrink=0.25, max_rho=1.0, min_rho=1e-10):
         self.max_rho = _check_rho(max_rho, "max_rho")
         self.rho0 = min(_check_rho(rho0, "rho0"), self.max_rho)
         if not grow >= 1.0:

@@ -71,6 +71,11 @@ class GaussianSiteFactor(Factor):
 
     _coarse_points = None
 
+    @property
+    def conjugate(self):
+        """A Gaussian likelihood (known noise or a Gamma precision block) is conjugate."""
+        return bool(self.likelihood.conjugate)
+
     def set_coarse(self, coarse):
         """Use a fixed 20-point rule while ``coarse`` (the likelihood's own rule otherwise)."""
         has_quadrature = self.precision_block is None and not self.likelihood.conjugate

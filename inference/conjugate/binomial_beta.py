@@ -31,6 +31,8 @@ class BinomialBeta(SummedSitesFactor):
         Batch element of the Beta block each observation uses.
     """
 
+    conjugate = True
+
     def __init__(self, successes, on, trials=1, group=None):
         n = np.asarray(trials, dtype=float)
         self.trials = check_counts(np.broadcast_to(n, np.shape(successes)).copy(), "trials")

@@ -35,6 +35,8 @@ class CategoricalDirichlet(Factor):
         ``labels`` and ``assignments``).
     """
 
+    conjugate = True
+
     def __init__(self, on, labels=None, assignments=None):
         if (labels is None) == (assignments is None):
             raise ValueError("give exactly one of labels= (observed) and assignments= (a block name)")

@@ -42,6 +42,8 @@ class GaussianMixture(Factor):
         Gaussian and Wishart blocks of batch shape (K,) (instead of ``components``).
     """
 
+    conjugate = True
+
     def __init__(self, X, assignments, components=None, means=None, precisions=None):
         self.X = as_float(X, "X", ndim_min=2)
         if self.X.ndim != 2:

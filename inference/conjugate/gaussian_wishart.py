@@ -33,6 +33,8 @@ class GaussianWishart(SummedSitesFactor):
         Known mean (default zeros) or the name of a Gaussian block of dimension D.
     """
 
+    conjugate = True
+
     def __init__(self, X, precision, mean=None):
         self.X = as_float(X, "X", ndim_min=2)
         if self.X.ndim != 2:

@@ -33,6 +33,8 @@ class PoissonGamma(SummedSitesFactor):
         Batch element of the rate block each count uses (for a batched Gamma block).
     """
 
+    conjugate = True
+
     def __init__(self, counts, on, exposure=None, group=None):
         self.counts = check_counts(counts, "counts")
         self.n_data = self.counts.shape[0]

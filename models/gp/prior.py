@@ -16,9 +16,8 @@ result is a stationary point of the ELBO in ``(q, theta)``.  The gradient is
 autograd through the kernel matrix.
 """
 
-import autograd.numpy as anp
 import numpy as np
-from autograd import grad
+from autograd import make_vjp
 
 from expfam import Gaussian
 from expfam._validation import as_float
@@ -131,12 +130,30 @@ class GP(KernelHyperparameters, Block):
 
     # ------------------------------------------------------------------ hyperparameters
     def log_normaliser(self, log_params, message):
-        """``log Z(theta)`` and its gradient for log hyperparameters ``log_params``."""
-        kernel = self.kernel.with_log_params(log_params)
+        """``log Z(theta)`` of the prior times the sites, and its gradient in the log hyperparameters.
+
+        Parameters
+        ----------
+        log_params : array_like, shape (n_params,)
+            Log hyperparameters, ordered as ``kernel.param_names``.
+        message : tuple of two ndarrays, shape (N,)
+            The summed sites' natural means and precisions.
+
+        Returns
+        -------
+        value : float
+            ``log Z(theta)`` up to a term of the prior mean that does not depend on ``theta``.
+        gradient : ndarray, shape (n_params,)
+            ``(1/2) tr((alpha alpha^T - W) dK/dtheta)``.
+        """
+        self.kernel.with_log_params(log_params)  # validates shape and range, names the argument
+        log_params = np.asarray(log_params, dtype=float)
         natural_mean, precision = message
         shifted = natural_mean - precision * self.mean_value
-        solved = site_posterior(kernel(self.X), shifted, precision)
-        weights = np.outer(solved.alpha, solved.alpha) - solved.w_matrix()
-        matrix_fn = self.kernel.matrix_fn(self.X)
-        gradient = grad(lambda theta: 0.5 * anp.sum(weights * matrix_fn(theta)))(np.asarray(log_params, float))
-        return solved.log_normaliser, gradient
+        # one forward pass builds K(theta); its reverse pass contracts dK/dtheta with the weights
+        matrix_vjp, K = make_vjp(self.kernel.matrix_fn(self.X))(log_params)
+        solved = site_posterior(np.asarray(K, dtype=float), shifted, precision)
+        weights = np.outer(solved.alpha, solved.alpha)
+        weights -= solved.w_matrix()
+        weights *= 0.5
+        return solved.log_normaliser, matrix_vjp(weights)

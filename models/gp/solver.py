@@ -68,10 +68,12 @@ class SitePosterior:
         """``W = K^{-1} - K^{-1} Sigma K^{-1}`` (N, N), used for hyperparameter gradients."""
         n = self.mean.shape[0]
         if self._inv_upper is not None:
-            # S B^{-1} S with B^{-1} = U^{-1} U^{-T}: one LAPACK dlauum (N^3 / 3 flops)
-            product, _ = lapack.dlauum(self._inv_upper, lower=0)
-            inverse = np.triu(product)
-            inverse += np.triu(product, 1).T
+            # S B^{-1} S with B^{-1} = U^{-1} U^{-T}, one BLAS dsyrk (upper triangle); LAPACK's
+            # dlauum would need a third of the flops but OpenBLAS threads it badly at small N
+            product = blas.dsyrk(1.0, self._inv_upper)
+            upper_part = np.triu(product)
+            inverse = upper_part + upper_part.T
+            inverse[np.diag_indices(n)] *= 0.5
             s = self._sqrt_precision
             inverse *= s[:, None]
             inverse *= s[None, :]
@@ -124,8 +126,8 @@ def _nonnegative_route(K, gamma, pi):
         raise InvalidPosterior("GP sites: I + S K S is not positive definite (is K PSD and finite?)")
     chol = upper.T
     diag = chol.diagonal().copy()
-    alpha = gamma - s * lapack.dpotrs(upper, s * (K @ gamma), lower=0)[0]
-    mean = K @ alpha
+    alpha = gamma - s * lapack.dpotrs(upper, s * _symmetric_times(K, gamma), lower=0)[0]
+    mean = _symmetric_times(K, alpha)
     row_part = _strict_square_norms(chol, "ji,ji->j")             # rows of L, below the diagonal
     inv_upper, info = lapack.dtrtri(upper, lower=0, overwrite_c=1)  # U^{-1} = L^{-T}
     if info != 0:
@@ -176,6 +178,15 @@ def _strict_square_norms(matrix, subscripts):
     norms = np.einsum(subscripts, matrix, matrix)
     np.fill_diagonal(matrix, diagonal)
     return norms
+
+
+def _symmetric_times(K, x):
+    """``K x`` for symmetric ``K`` by scipy's BLAS (dsymv on a Fortran-ordered view, no copy).
+
+    The hot path keeps to scipy's BLAS: alternating with numpy's (a separate
+    OpenBLAS build with its own thread pool) slows both down on few cores.
+    """
+    return blas.dsymv(1.0, K.T if K.flags.c_contiguous else K, x)
 
 
 def _apply_inverse_chol(inv_upper, b):

@@ -119,6 +119,15 @@ def test_predictions_at_training_inputs_equal_the_marginals():
         np.testing.assert_allclose(np.diag(K) - solved.predictive_var_reduction(K), solved.var, rtol=1e-9)
 
 
+@pytest.mark.parametrize("name", ["some_zero", "negative"])
+def test_inputs_are_not_modified(name):
+    _, _, _, K, gamma, pi = _problem(name)
+    copies = [a.copy() for a in (K, gamma, pi)]
+    site_posterior(K, gamma, pi).w_matrix()
+    for before, after in zip(copies, (K, gamma, pi)):
+        np.testing.assert_array_equal(after, before)
+
+
 def test_all_zero_sites_give_the_prior():
     _, _, _, K, _, _ = _problem("positive")
     solved = site_posterior(K, np.zeros(N), np.zeros(N))
