@@ -246,11 +246,14 @@ def _smooth(H, A, means, covs, pred_means, pred_covs, a_mean, a_var, store, dims
 
 
 @numba.jit(**NUMBA_OPTIONS)
-def _first_not_psd(M, rtol, dims):
+def _first_not_psd(M, rtol, floor, dims):
     """Index of the first matrix of the stack ``M`` (n, d, d) that is not symmetric PSD, else -1.
 
     Symmetry is checked to ``rtol`` times the largest entry; semi-definiteness
-    by a Cholesky factorisation of ``M + rtol * max|M| * I``.
+    by a Cholesky factorisation of ``M + rtol * max(max|M|, floor) * I``.  The
+    ``floor`` (e.g. the size of the initial covariance) accepts the rounding
+    noise of ``Q = Pinf - A Pinf A^T`` when ``Q`` itself is tiny (short gaps,
+    long lengthscales), which is harmless next to the state covariance.
     """
     n = M.shape[0]
     d = len(dims)
@@ -264,10 +267,10 @@ def _first_not_psd(M, rtol, dims):
                 scale = max(scale, abs(M[s, i, j]))
         for i in range(d):
             for j in range(d):
-                if abs(M[s, i, j] - M[s, j, i]) > rtol * scale:
+                if abs(M[s, i, j] - M[s, j, i]) > rtol * max(scale, floor):
                     return s
                 L[i, j] = M[s, i, j]
-            L[i, i] += rtol * scale + 1e-300
+            L[i, i] += rtol * max(scale, floor) + 1e-300
         if not _cholesky_solve(L, inv_diag, no_rhs, dims):
             return s
     return -1

@@ -180,7 +180,7 @@ def _validate(site_natural_mean, site_precision, obs_row, transition, process_co
     for name, arr, event in (("obs_row", H, (d,)), ("transition", A, (d, d)), ("process_cov", Q, (d, d))):
         if arr.shape[1:] != event:
             raise ValueError(f"{name} must have trailing shape {event} for state dimension d={d}; got {arr.shape}")
-    bad = _kernels._first_not_psd(Q, _PSD_RTOL, (0,) * d)
+    bad = _kernels._first_not_psd(Q, _PSD_RTOL, float(np.max(np.abs(P0))), (0,) * d)
     if bad >= 0:
         raise ValueError(
             f"process_cov must be symmetric positive semi-definite; got a matrix that is not, "
