@@ -56,19 +56,26 @@ class GPPosterior:
         return self.mean.shape
 
     def predict(self, X_new, full_cov=False):
-        """Predictive marginals of ``f`` at new inputs.
+        """Predictive distribution of ``f`` at new inputs.
 
         Parameters
         ----------
-        X_new : array_like, shape (M, D)
+        X_new : array_like, shape (M, D) or (M,)
+        full_cov : bool
+            Return the full (M, M) predictive covariance instead of the variances.
 
         Returns
         -------
-        mean, var : ndarray, shape (M,)
+        mean : ndarray, shape (M,)
+        var : ndarray, shape (M,)
+            Predictive variances (clipped at 0 against rounding); with
+            ``full_cov=True`` the covariance, shape (M, M), instead.
         """
         kernel, X = self._prior.kernel, self._prior.X
         cross = kernel(X, X_new)
         mean = cross.T @ self._solved.alpha + self._prior.mean_value
+        if full_cov:
+            return mean, kernel(X_new) - self._solved.predictive_cov_reduction(cross)
         var = kernel.diag(X_new) - self._solved.predictive_var_reduction(cross)
         return mean, np.maximum(var, 0.0)
 

@@ -11,10 +11,13 @@ Two stable routes, both exact:
 
 * all ``pi_i >= 0`` (log-concave likelihoods): ``B = I + S K S`` with
   ``S = diag(sqrt(pi))`` (Rasmussen & Williams, Alg. 3.2), one Cholesky of
-  ``B`` and one triangular inverse, both in place (LAPACK ``dpotrf``, ``dtrtri``).  Zero-precision (missing) points need no
-  special care in ``B``.  The marginal variances use
-  ``L_B^{-1} S K = (L_B^T - L_B^{-1}) S^{-1}``, so no ``N^3`` product is
-  formed; points with ``pi_i = 0`` get their variance from an explicit solve.
+  ``B`` and one triangular inverse, both in place (LAPACK ``dpotrf``,
+  ``dtrtri``).  Zero-precision (missing) points need no special care in
+  ``B``.  The marginal variances use ``L_B^{-1} S K = (L_B^T - L_B^{-1}) S^{-1}``,
+  so no ``N^3`` product is formed; points with ``pi_i = 0`` get their variance
+  from a triangular product.  The variances need ``diag(B^{-1})``, so
+  ``dtrtri`` (as many flops as the Cholesky) is the floor of this route: about
+  two Cholesky factorisations per call.
 * some ``pi_i < 0`` (Student-t): with ``K = L L^T``, ``M = I + L^T Pi L`` and
   ``Sigma = L M^{-1} L^T``; ``M`` is positive definite exactly when the
   posterior is valid, otherwise :class:`inference.InvalidPosterior` is raised
@@ -56,13 +59,27 @@ class SitePosterior:
     _kernel_chol: np.ndarray = None
 
     def predictive_var_reduction(self, cross):
-        """``diag(k_*^T W k_*)`` for cross-covariances ``cross`` of shape (N, M)."""
+        """``diag(k_*^T W k_*)`` for cross-covariances ``cross`` of shape (N, M); returns shape (M,)."""
+        added, removed = self._reduction_factors(cross)
+        reduction = np.einsum("nm,nm->m", added, added)
+        if removed is not None:
+            reduction -= np.einsum("nm,nm->m", removed, removed)
+        return reduction
+
+    def predictive_cov_reduction(self, cross):
+        """``k_*^T W k_*`` for cross-covariances ``cross`` of shape (N, M); returns shape (M, M)."""
+        added, removed = self._reduction_factors(cross)
+        reduction = added.T @ added
+        if removed is not None:
+            reduction -= removed.T @ removed
+        return reduction
+
+    def _reduction_factors(self, cross):
+        """``(A, C)`` with ``k_*^T W k_* = A^T A - C^T C`` (``C`` is None on the first route)."""
         if self._inv_upper is not None:
-            solved = _apply_inverse_chol(self._inv_upper, self._sqrt_precision[:, None] * cross)
-            return np.einsum("nm,nm->m", solved, solved)
+            return _apply_inverse_chol(self._inv_upper, self._sqrt_precision[:, None] * cross), None
         whitened = solve_triangular(self._kernel_chol, cross, lower=True, check_finite=False)
-        reduced = solve_triangular(self._chol, whitened, lower=True, check_finite=False)
-        return np.einsum("nm,nm->m", whitened, whitened) - np.einsum("nm,nm->m", reduced, reduced)
+        return whitened, solve_triangular(self._chol, whitened, lower=True, check_finite=False)
 
     def w_matrix(self):
         """``W = K^{-1} - K^{-1} Sigma K^{-1}`` (N, N), used for hyperparameter gradients."""

@@ -33,13 +33,14 @@ def _one_step(kernel, X, y, mean=0.0, noise=NOISE):
     return model.fit(step=1.0, max_iter=1, warn=False)
 
 
-def _textbook(kernel, X, y, X_new, mean=0.0, noise=NOISE):
+def _textbook(kernel, X, y, X_new, mean=0.0, noise=NOISE, full_cov=False):
     """Rasmussen & Williams eqs. 2.23-2.24 and 2.30, with a constant prior mean."""
     K = kernel(X) + noise * np.eye(len(y))
     cross = kernel(X, X_new)
     weights = np.linalg.solve(K, y - mean)
-    var = kernel.diag(X_new) - np.einsum("nm,nm->m", cross, np.linalg.solve(K, cross))
-    return mean + cross.T @ weights, var, multivariate_normal(np.full(len(y), mean), K).logpdf(y)
+    cov = kernel(X_new) - cross.T @ np.linalg.solve(K, cross)
+    return (mean + cross.T @ weights, cov if full_cov else np.diag(cov),
+            multivariate_normal(np.full(len(y), mean), K).logpdf(y))
 
 
 def test_gaussian_likelihood_is_exact_in_one_step_against_sklearn():
@@ -75,6 +76,10 @@ def test_gaussian_likelihood_is_exact_in_one_step_with_a_constant_prior_mean(pri
     predicted_mean, predicted_var = q.predict(X_new)
     np.testing.assert_allclose(predicted_mean, mean_new, rtol=EXACT)
     np.testing.assert_allclose(predicted_var, var_new, rtol=EXACT)
+    _, cov_new, _ = _textbook(kernel, X, y, X_new, mean=prior_mean, full_cov=True)
+    predicted_mean, predicted_cov = q.predict(X_new, full_cov=True)
+    np.testing.assert_allclose(predicted_mean, mean_new, rtol=EXACT)
+    np.testing.assert_allclose(predicted_cov, cov_new, rtol=0, atol=EXACT * np.abs(cov_new).max())
 
 
 def test_missing_points_get_empty_sites_and_the_prediction_from_the_rest():

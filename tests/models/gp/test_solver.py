@@ -108,6 +108,7 @@ def test_predictions_at_new_inputs_match_dense(name):
     predictive_var = kernel.diag(X_new) - reduction
     np.testing.assert_allclose(kernel.diag(X_new) - solved.predictive_var_reduction(cross),
                                predictive_var, rtol=RTOL, atol=0)
+    _assert_rel(solved.predictive_cov_reduction(cross), cross.T @ W @ cross, scale=kernel.variance)
     _assert_rel(solved.w_matrix(), W, scale=np.abs(K_inv).max())
 
 
