@@ -59,13 +59,16 @@ class Block:
         """The posterior before any factor has spoken: the prior."""
         return self.posterior(self.zero_message())
 
-    def learn_hyperparameters(self, message):
-        """Update the prior's hyperparameters with the sites held fixed (structured priors).
+    def hyperparameters(self):
+        """Learnable hyperparameters as a vector (structured priors with ``learns_hyperparameters``)."""
+        return np.zeros(0)
 
-        Returns True if anything changed.  Plain exponential-family blocks have
-        no hyperparameters to learn.
-        """
-        return False
+    def set_hyperparameters(self, theta):
+        """Rebuild the prior with new hyperparameters."""
+
+    def log_normaliser(self, theta, message):
+        """``log Z(theta)`` of the prior times the fixed ``message``, and its gradient in ``theta``."""
+        raise NotImplementedError(f"{type(self).__name__} has no hyperparameters to learn")
 
     def state(self):
         """Arrays (name -> array) that a saved fit needs to restore this block (e.g. learned

@@ -14,7 +14,6 @@ With the adaptive rule a proposal is accepted only if the exact ELBO does not
 decrease; a proposal outside the natural parameter space is never accepted.
 """
 
-import time
 import warnings
 
 import numpy as np
@@ -24,7 +23,7 @@ from expfam import tree_add, tree_lerp, tree_scale, tree_sub
 from .acceleration import AndersonAccelerator
 from .blocks import InvalidPosterior
 from .steps import resolve_step
-from .warnings import ConvergenceWarning, StepBackoffWarning
+from .warnings import StepBackoffWarning
 
 _MIN_BACKOFF_RHO = 1e-14
 
@@ -275,105 +274,13 @@ class Engine:
         if self.accelerator is not None:
             self.accelerator.reset()
 
-    def learn_hyperparameters(self):
-        """Let structured blocks update their hyperparameters with the sites held fixed."""
-        changed = False
-        for b in self.order:
-            if self.blocks[b].learns_hyperparameters:
-                changed |= bool(self.blocks[b].learn_hyperparameters(self._total_message(b)))
-        if changed:
-            self._kl_cache.clear()
-            self.refresh_posterior()
-            if self.accelerator is not None:
-                self.accelerator.reset()
-        return changed
-
-
-def run(engine, max_iter, tol, callback=None, progress=False, warn=True):
-    """Drive ``engine`` until the relative ELBO change is below ``tol`` or ``max_iter``.
-
-    Returns
-    -------
-    converged : bool
-    timings : dict
-        ``total`` seconds and ``per_iteration`` (list of seconds).
-    """
-    from .callbacks import IterationInfo
-
-    learns = any(engine.blocks[b].learns_hyperparameters for b in engine.order)
-    if engine.stochastic and learns:
-        raise ValueError("hyperparameter learning needs a deterministic fit (no minibatches)")
-    bar = _progress_bar(max_iter, progress)
-    per_iteration, start = [], time.perf_counter()
-    previous = None
-    if not engine.stochastic:
-        if not engine.elbo_trace:
-            engine.elbo_trace.append(float(engine.elbo(engine.q, [None] * len(engine.factors))))
-            engine.rho_trace.append(0.0)
-        previous = engine.elbo_trace[-1]
-    converged = False
-    window = []
-    for _ in range(max_iter):
-        t0 = time.perf_counter()
-        elbo, rho = engine.sweep()
-        per_iteration.append(time.perf_counter() - t0)
-        engine.elbo_trace.append(float(elbo))
-        engine.rho_trace.append(float(rho))
-        if bar is not None:
-            bar.update(1)
-            bar.set_postfix(elbo=f"{elbo:.6g}", rho=f"{rho:.3g}")
-        if engine.stochastic:
-            window.append(elbo)
-            converged = _stochastic_converged(window, tol)
-        else:
-            converged = abs(elbo - previous) <= tol * max(abs(elbo), 1e-300)
-            previous = elbo
-            # an extrapolated step that barely moves may be stagnation, not convergence:
-            # only an ordinary CVI step may confirm convergence
-            engine.plain_next = converged and engine.last_accelerated
-            converged = converged and not engine.last_accelerated
-        if engine.coarse:
-            # the first sweep ran on the cheap rule (the prior's variances are large and the
-            # accurate rule would be expensive there); from now on every ELBO is accurate
-            engine.refine()
-            previous = elbo = engine.elbo(engine.q, [None] * len(engine.factors))
-            engine.elbo_trace[-1] = float(elbo)
-            converged = False
-        if converged and learns and engine.learn_hyperparameters():
-            previous = engine.elbo(engine.q, [None] * len(engine.factors))
-            engine.elbo_trace.append(float(previous))
-            engine.rho_trace.append(0.0)
-            converged = False
-        if callback is not None:
-            info = IterationInfo(engine.iteration, float(elbo), float(rho), dict(engine.q))
-            if callback(info):
-                break
-        if converged:
-            break
-    if bar is not None:
-        bar.close()
-    if not converged and warn:
-        warnings.warn(
-            f"the fit stopped at max_iter={max_iter} before the relative ELBO change fell "
-            f"below tol={tol}", ConvergenceWarning, stacklevel=3,
-        )
-    return converged, {"total": time.perf_counter() - start, "per_iteration": per_iteration}
-
-
-def _stochastic_converged(window, tol, length=20):
-    """Stochastic fits: compare the mean ELBO of the last two windows of ``length`` iterations."""
-    if len(window) < 2 * length:
-        return False
-    recent, before = np.mean(window[-length:]), np.mean(window[-2 * length:-length])
-    return abs(recent - before) <= tol * abs(recent)
-
-
-def _progress_bar(total, progress):
-    if not progress:
-        return None
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc="efvi fit", leave=False)
+    def reset_structure(self):
+        """Forget everything tied to the old prior after hyperparameters changed."""
+        self._kl_cache.clear()
+        self._cache = [None] * len(self.factors)
+        self.refresh_posterior()
+        if self.accelerator is not None:
+            self.accelerator.reset()
 
 
 def _check_batch_size(batch_size):

@@ -3,7 +3,8 @@
 import numpy as np
 
 from .blocks import as_block
-from .engine import Engine, run
+from .engine import Engine
+from .loop import run
 from .factor import Factor
 from .result import FitResult
 

@@ -95,12 +95,12 @@ class GP(KernelHyperparameters, Block):
     learn_hyperparameters : bool
         Learn the kernel's log hyperparameters by maximising the ELBO.
     hyper_max_iter : int
-        L-BFGS iterations per hyperparameter round.
+        Iterations of the outer L-BFGS over the log hyperparameters (each re-converges the sites).
     """
 
     family = Gaussian
 
-    def __init__(self, kernel, X, mean=0.0, learn_hyperparameters=False, hyper_max_iter=20):
+    def __init__(self, kernel, X, mean=0.0, learn_hyperparameters=False, hyper_max_iter=100):
         if not isinstance(kernel, Kernel):
             raise ValueError(f"kernel must be a models.gp.kernels.Kernel; got {type(kernel).__name__}")
         X = as_float(X, "X", ndim_min=1)

@@ -153,10 +153,10 @@ class MarkovGP(KernelHyperparameters, StateSpacePrior):
     learn_hyperparameters : bool
         Learn the kernel's log hyperparameters by maximising the ELBO.
     hyper_max_iter : int
-        L-BFGS iterations per hyperparameter round.
+        Iterations of the outer L-BFGS over the log hyperparameters (each re-converges the sites).
     """
 
-    def __init__(self, kernel, t, learn_hyperparameters=False, hyper_max_iter=20):
+    def __init__(self, kernel, t, learn_hyperparameters=False, hyper_max_iter=100):
         if not isinstance(kernel, Kernel):
             raise ValueError(f"kernel must be a models.gp.kernels.Kernel; got {type(kernel).__name__}")
         t = as_float(t, "t", ndim_min=1)
