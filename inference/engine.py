@@ -77,6 +77,7 @@ class Engine:
                             else None)
         self._cache = [None] * len(self.factors)
         self._kl_cache = {}
+        self._target_messages = {}
         self.q = None
 
     # ------------------------------------------------------------------ state
@@ -144,8 +145,11 @@ class Engine:
         factor = self.factors[k]
         sites, message = self.sites[k][b], self.messages[k][b]
         if index is None:
-            new_sites = tree_lerp(sites, target, rho)
-            return new_sites, factor.message(b, new_sites)
+            # the message is linear in the sites: interpolate it instead of recomputing it
+            target_message = self._target_messages.get(k)
+            if target_message is None:
+                target_message = self._target_messages[k] = factor.message(b, target)
+            return tree_lerp(sites, target, rho), tree_lerp(message, target_message, rho)
         old_rows = tuple(s[index] for s in sites)
         if self.minibatch == "svi":
             new_rows = target
@@ -201,6 +205,7 @@ class Engine:
         """One damped site update of block ``b``; returns (rho used or 0.0, new ELBO)."""
         ks = self.touching[b]
         targets = {k: self._evaluate(k, self.q, batches[k]).targets[b] for k in ks}
+        self._target_messages = {}
         if self._try_acceleration():
             new_elbo = self._accelerated(b, ks, targets, batches, current_elbo)
             if new_elbo is not None:
