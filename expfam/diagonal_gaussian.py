@@ -29,14 +29,14 @@ import autograd.numpy as anp
 import numpy as np
 
 from ._base import ExponentialFamily
+from ._gaussian_measure import GaussianBaseMeasure
 from ._registry import register
 from ._validation import as_float, check_positive
 
-_LOG_2PI = np.log(2.0 * np.pi)
 
 
 @register
-class DiagonalGaussian(ExponentialFamily):
+class DiagonalGaussian(GaussianBaseMeasure, ExponentialFamily):
     """A batch of normals with diagonal covariance ``N(mean, diag(var))``.
 
     Build one with :meth:`from_mean_var`, :meth:`from_natural` or
@@ -55,18 +55,6 @@ class DiagonalGaussian(ExponentialFamily):
         """``(z, z^2)`` for ``z`` of shape ``(..., D)``."""
         z = np.asarray(z, dtype=float)
         return z, z * z
-
-    @classmethod
-    def log_base_measure(cls, z):
-        """``-D/2 log(2 pi)``, shape ``z.shape[:-1]``."""
-        z = np.asarray(z)
-        return np.full(z.shape[:-1], -0.5 * z.shape[-1] * _LOG_2PI)
-
-    @classmethod
-    def expected_log_base_measure(cls, natural):
-        """``-D/2 log(2 pi)``, shape ``batch``."""
-        dim = np.shape(natural[0])[-1]
-        return np.full(cls.batch_shape_of(natural), -0.5 * dim * _LOG_2PI)
 
     @classmethod
     def log_partition(cls, natural):

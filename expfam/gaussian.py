@@ -39,14 +39,15 @@ import numpy as np
 
 from . import _linalg
 from ._base import ExponentialFamily
+from ._gaussian_measure import GaussianBaseMeasure
 from ._registry import register
 from ._validation import as_float, check_pd
 
-_LOG_2PI = np.log(2.0 * np.pi)
+from ._gaussian_measure import _LOG_2PI
 
 
 @register
-class Gaussian(ExponentialFamily):
+class Gaussian(GaussianBaseMeasure, ExponentialFamily):
     """A batch of multivariate normals ``N(mean, cov)``.
 
     Build one with :meth:`from_mean_cov`, :meth:`from_mean_precision`,
@@ -67,18 +68,6 @@ class Gaussian(ExponentialFamily):
         """``(z, z z^T)`` for ``z`` of shape ``(..., D)``."""
         z = np.asarray(z, dtype=float)
         return z, z[..., :, None] * z[..., None, :]
-
-    @classmethod
-    def log_base_measure(cls, z):
-        """``-D/2 log(2 pi)``, shape ``z.shape[:-1]``."""
-        z = np.asarray(z)
-        return np.full(z.shape[:-1], -0.5 * z.shape[-1] * _LOG_2PI)
-
-    @classmethod
-    def expected_log_base_measure(cls, natural):
-        """``-D/2 log(2 pi)``, shape ``batch``."""
-        dim = np.shape(natural[0])[-1]
-        return np.full(cls.batch_shape_of(natural), -0.5 * dim * _LOG_2PI)
 
     @classmethod
     def log_partition(cls, natural):
