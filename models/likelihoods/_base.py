@@ -241,6 +241,19 @@ class Likelihood:
             nodes, weights, counts, sd_edges, PRICE_BELOW * self.strip_half_width,
         )
 
+    def _base_terms_of(self, y, per_point):
+        """``log p(y | a)`` minus its ``a``-dependent part, for every point; cached per ``y`` array.
+
+        The engine passes the same ``y`` array at every iteration of a full-batch
+        fit, so the closed forms pay for ``lgamma`` (counts) once, not per iteration.
+        """
+        cached = getattr(self, "_base_cache", None)
+        if cached is not None and cached[0] is y and cached[1] is per_point:
+            return cached[2]
+        values = _kernels._base_terms(self._log_base, y, per_point, self._params())
+        self._base_cache = (y, per_point, values)
+        return values
+
     # --- predictions -----------------------------------------------------------
 
     def predict_mean_var(self, mean, var, n_points=None):

@@ -31,7 +31,6 @@ from expfam._validation import check_positive
 from models._numba import NUMBA_OPTIONS
 
 from ._base import Likelihood, zero_missing
-from ._kernels import _base_terms
 from ._quadrature import DEFAULT_N_POINTS
 
 
@@ -88,7 +87,7 @@ class GammaLogLink(Likelihood):
         k = self.shape
         with np.errstate(over="ignore"):
             scaled = k * y * np.exp(0.5 * var - mean)
-        value = _base_terms(self._log_base, y, self._per_point(), self._params()) - k * mean - scaled
+        value = self._base_terms_of(y, self._per_point()) - k * mean - scaled
         return zero_missing(y, value, scaled - k, -0.5 * scaled)
 
     def _predict_mean_var(self, mean, var, n_points=None):

@@ -31,7 +31,6 @@ from models._numba import NUMBA_OPTIONS
 
 from ._base import Likelihood, zero_missing
 from ._checks import is_integer, per_point_vector
-from ._kernels import _base_terms
 from ._quadrature import DEFAULT_N_POINTS
 
 
@@ -99,7 +98,7 @@ class Poisson(Likelihood):
         offset = self._offset
         with np.errstate(over="ignore"):
             rate = np.exp(mean + offset + 0.5 * var)
-        value = _base_terms(self._log_base, y, offset, self._params()) + y * (mean + offset) - rate
+        value = self._base_terms_of(y, offset) + y * (mean + offset) - rate
         return zero_missing(y, value, y - rate, -0.5 * rate)
 
     def _predict_mean_var(self, mean, var, n_points=None):
