@@ -1,6 +1,7 @@
-"""The CVI loop: site updates, step-size control, ELBO tracking, minibatches.
+"""The CVI engine's state and one iteration: site updates, step-size control, ELBO, minibatches.
 
-One iteration sweeps the blocks that factors touch.  For block ``b`` every
+One iteration (a sweep) visits the blocks that factors touch; :mod:`inference.loop` drives
+the sweeps.  For block ``b`` every
 factor ``k`` touching it is evaluated at the current posterior ``q``, giving
 site targets ``g_kb``, and (seed 000, eqs. 14 and 21)
 
