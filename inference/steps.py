@@ -4,7 +4,7 @@ Three rules, chosen by ``Model.fit(step=...)``:
 
 * :class:`Adaptive` (the default for deterministic fits): try ``rho``; accept if
   the ELBO does not decrease, otherwise shrink ``rho`` (x 1/4) and retry from the same
-  state; after an accepted step ``rho`` grows back (x 4) towards ``max_rho``.  With
+  state; after an accepted step ``rho`` grows back (x 4, or x 2 after a retry) towards ``max_rho``.  With
   conjugate factors every step with ``rho = 1`` is accepted (VMP).
 * :class:`Fixed`: a constant ``rho``.
 * :class:`Decaying`: Robbins-Monro ``rho_t = rho0 (1 + t / delay)^{-power}``,
@@ -90,7 +90,8 @@ class Adaptive(StepRule):
     rho0 : float in (0, 1]
         First step size tried.
     grow : float >= 1
-        Factor applied to ``rho`` after an accepted step (capped at ``max_rho``).
+        Factor applied to ``rho`` after an accepted step (capped at ``max_rho``);
+        ``sqrt(grow)`` when that step was itself a shortened retry.
     shrink : float in (0, 1)
         Factor applied after a rejected step.
     max_rho : float in (0, 1]
@@ -111,21 +112,27 @@ class Adaptive(StepRule):
             raise ValueError(f"min_rho must lie in (0, rho0); got {min_rho!r}")
         self.grow, self.shrink, self.min_rho = float(grow), float(shrink), float(min_rho)
         self._current = self.rho0
+        self._rejected = False
 
     def rho(self, iteration):
         return self._current
 
     def accepted(self, rho):
-        self._current = min(self.max_rho, rho * self.grow)
+        # grow more cautiously (sqrt(grow)) right after a rejection: that step size was just too long
+        factor = np.sqrt(self.grow) if self._rejected else self.grow
+        self._current = min(self.max_rho, rho * factor)
+        self._rejected = False
 
     def rejected(self, rho):
+        self._rejected = True
         return rho * self.shrink
 
     def state(self):
-        return {"current": self._current}
+        return {"current": self._current, "rejected": self._rejected}
 
     def set_state(self, state):
         self._current = float(state.get("current", self.rho0))
+        self._rejected = bool(state.get("rejected", False))
 
     def __repr__(self):
         return f"Adaptive(rho0={self.rho0}, grow={self.grow}, shrink={self.shrink})"
