@@ -67,6 +67,7 @@ class Engine:
         self.last_accelerated = False   # whether the last update was an Anderson step
         self.plain_next = False         # force an ordinary step (to confirm convergence)
         self.accelerator_rested = False  # skip one extrapolation after a rejected one
+        self.accelerator_failures = 0    # consecutive rejected extrapolations (three switch it off)
         # the first sweep from the prior uses cheap quadrature (deterministic fits only)
         self.coarse = not self.stochastic and any([f.set_coarse(True) for f in self.factors])
         if not self.coarse:
@@ -211,9 +212,13 @@ class Engine:
             new_elbo = self._accelerated(b, ks, targets, batches, current_elbo)
             if new_elbo is not None:
                 self.n_accelerated += 1
+                self.accelerator_failures = 0
                 self.last_accelerated = True
                 return 1.0, new_elbo
             self.accelerator_rested = True
+            self.accelerator_failures += 1
+            if self.accelerator_failures >= 3:      # extrapolation does not pay on this problem
+                self.accelerator = None
         rho = self.rule.rho(self.iteration)
         warned = False
         while True:

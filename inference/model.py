@@ -124,6 +124,9 @@ class Model:
             "factor_names": [f.describe() for f in self.factors],
             "accelerator": engine.accelerator.state() if engine.accelerator is not None else {},
             "coarse": bool(engine.coarse),
+            "flags": {"accelerator_off": engine.accelerator is None,
+                      "accelerator_failures": engine.accelerator_failures,
+                      "accelerator_rested": engine.accelerator_rested, "plain_next": engine.plain_next},
         }
         views = [f.site_view(s) for f, s in zip(self.factors, engine.sites)]
         return FitResult(
@@ -162,6 +165,12 @@ def _restore(engine, init):
     engine.n_backoffs = init.n_backoffs
     if engine.coarse and not state.get("coarse", False):
         engine.refine()
+    flags = state.get("flags", {})
+    if flags.get("accelerator_off"):
+        engine.accelerator = None
+    engine.accelerator_failures = int(flags.get("accelerator_failures", 0))
+    engine.accelerator_rested = bool(flags.get("accelerator_rested", False))
+    engine.plain_next = bool(flags.get("plain_next", False))
     if engine.accelerator is not None:
         engine.accelerator.set_state(state.get("accelerator", {}))
     for b, block_state in state["block_states"].items():

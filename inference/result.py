@@ -118,6 +118,7 @@ class FitResult:
             "iteration": state["iteration"],
             "factor_names": state["factor_names"],
             "coarse": state.get("coarse", False),
+            "flags": state.get("flags", {}),
             "site_views": [[getattr(v, "kind", "raw"), getattr(v, "block", None)] for v in self.sites],
         }
         arrays["__meta__"] = np.array(json.dumps(meta))
@@ -163,6 +164,7 @@ class FitResult:
             "accelerator": accelerator,
             "positions": meta["positions"], "rule_state": meta["rule_state"],
             "rng_state": meta["rng_state"], "iteration": meta["iteration"], "coarse": meta.get("coarse", False),
+            "flags": meta.get("flags", {}),
             "factor_names": meta["factor_names"],
         }
         from .factor import GaussianSiteView, SiteView
