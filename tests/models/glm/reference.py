@@ -26,16 +26,14 @@ def optimal_gaussian_elbo(X, y, prior_var=1.0, diagonal=False, log_lik=_log_lik_
     weights = weights / weights.sum()
     n, dim = X.shape
     rows, cols = np.tril_indices(dim)
+    scatter = _scatter(rows, cols, dim)
 
     def unpack(theta):
         m = theta[:dim]
         if diagonal:
             return m, anp.diag(anp.exp(theta[dim:]))
-        lower = anp.zeros((dim, dim)) + 0.0
-        flat = theta[dim:]
-        matrix = anp.reshape(anp.dot(_scatter(rows, cols, dim), flat), (dim, dim))
-        diag = anp.diag(anp.diag(matrix))
-        return m, matrix - diag + anp.diag(anp.exp(anp.diag(matrix))) + lower
+        matrix = anp.reshape(anp.dot(scatter, theta[dim:]), (dim, dim))   # packed lower triangle
+        return m, matrix - anp.diag(anp.diag(matrix)) + anp.diag(anp.exp(anp.diag(matrix)))
 
     def neg_elbo(theta):
         m, L = unpack(theta)
