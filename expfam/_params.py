@@ -14,11 +14,6 @@ import autograd.numpy as anp
 import numpy as np
 
 
-def tree_map(fn, *trees):
-    """Apply ``fn`` part by part to parameter tuples of the same structure."""
-    return tuple(fn(*parts) for parts in zip(*trees))
-
-
 def tree_add(a, b):
     """Return ``a + b`` part by part."""
     return tuple(x + y for x, y in zip(a, b))
@@ -37,11 +32,6 @@ def tree_scale(a, scale):
 def tree_lerp(a, b, rho):
     """Return ``(1 - rho) a + rho b`` part by part: the CVI/VMP site update."""
     return tuple((1.0 - rho) * x + rho * y for x, y in zip(a, b))
-
-
-def tree_sum_batch(a, event_ndims, axis=0):
-    """Sum each part over a batch axis (e.g. over data points)."""
-    return tuple(np.sum(x, axis=axis) for x in a)
 
 
 def inner(a, b, event_ndims):

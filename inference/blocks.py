@@ -55,10 +55,6 @@ class Block:
         """``KL(q || prior)``, a float summed over the block's batch."""
         raise NotImplementedError
 
-    def initial_posterior(self):
-        """The posterior before any factor has spoken: the prior."""
-        return self.posterior(self.zero_message())
-
     def hyperparameters(self):
         """Learnable hyperparameters as a vector (structured priors with ``learns_hyperparameters``)."""
         return np.zeros(0)

@@ -6,14 +6,12 @@ per-point noise (:func:`models.gp.solver.site_posterior`).  Its KL term is
 ``KL(q || p) = sum_i E_q[log t_i(f_i)] - log Z``, so the ELBO is the site
 formula of DESIGN.md section 4.
 
-Hyperparameters (``learn_hyperparameters=True``) are learned by maximising
-``log Z(theta)`` with the sites held fixed, alternating with site updates (as
-BayesNewton and GPflow do).  At a fixed point of the sites, the ELBO's other
-terms have zero gradient with respect to the marginals, so
-``d ELBO / d theta = d log Z / d theta``; when both loops have converged the
-result is a stationary point of the ELBO in ``(q, theta)``.  The gradient is
-``(1/2) tr((alpha alpha^T - W) dK/dtheta)``, computed with one reverse pass of
-autograd through the kernel matrix.
+Hyperparameters (``learn_hyperparameters=True``) are learned by the engine's
+L-BFGS on the ELBO with the sites re-converged at each trial value
+(:mod:`inference.hyperparameters`).  At converged sites the ELBO's gradient is
+that of ``log Z(theta)`` with the sites held fixed,
+``(1/2) tr((alpha alpha^T - W) dK/dtheta)``, which :meth:`GP.log_normaliser`
+computes with one reverse pass of autograd through the kernel matrix.
 """
 
 import numpy as np
@@ -116,11 +114,6 @@ class GP(KernelHyperparameters, Block):
     def _set_kernel(self, kernel):
         self.kernel = kernel
         self._K = kernel(self.X)
-
-    @property
-    def prior(self):
-        """The prior as a Gaussian object (N-dimensional)."""
-        return Gaussian.from_mean_cov(np.full(self.n_points, self.mean_value), self._K)
 
     def zero_message(self):
         return (np.zeros(self.n_points), np.zeros(self.n_points))

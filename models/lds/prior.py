@@ -12,8 +12,8 @@ calls the compiled kernels directly.
 A Markov GP is the state-space form of a GP with a Matern (or sum of Matern)
 kernel of time: ``A_t = expm(F dt_t)``, ``Q_t = Pinf - A_t Pinf A_t^T``,
 ``m_0 = 0``, ``P_0 = Pinf``.  Its hyperparameters are learned like the GP's
-(:mod:`models.gp.prior`): maximise ``log Z(theta)`` with the sites fixed; the
-gradient comes from Fisher's identity (:mod:`models.lds.fisher_identity`).
+(:mod:`inference.hyperparameters`); the gradient of ``log Z(theta)`` with the
+sites fixed comes from Fisher's identity (:mod:`models.lds.fisher_identity`).
 """
 
 import numpy as np
