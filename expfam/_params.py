@@ -30,7 +30,13 @@ def tree_scale(a, scale):
 
 
 def tree_lerp(a, b, rho):
-    """Return ``(1 - rho) a + rho b`` part by part: the CVI/VMP site update."""
+    """Return ``(1 - rho) a + rho b`` part by part: the CVI/VMP site update.
+
+    A full step (``rho == 1``) returns the parts of ``b`` themselves (no copy);
+    parameter arrays are never modified in place.
+    """
+    if rho == 1.0:
+        return tuple(b)
     return tuple((1.0 - rho) * x + rho * y for x, y in zip(a, b))
 
 

@@ -88,11 +88,11 @@ class Engine:
         self.q = {b: self.blocks[b].posterior(self._total_message(b)) for b in self.blocks}
 
     def _total_message(self, b, replace=None):
-        total = self.blocks[b].zero_message()
+        total = None
         for k in self.touching[b]:
             msg = replace[k] if replace is not None and k in replace else self.messages[k][b]
-            total = tree_add(total, msg)
-        return total
+            total = msg if total is None else tree_add(total, msg)
+        return self.blocks[b].zero_message() if total is None else total
 
     # ------------------------------------------------------------------ evaluation
     def _evaluate(self, k, q, index):

@@ -20,12 +20,14 @@ precision="tau")``) is conjugate in both blocks: the precision's site of point
 Missing observations (NaN in ``y``) keep empty sites.
 """
 
+import numba
 import numpy as np
 
 from expfam import Gamma
 from inference import Factor, FactorEval
 from inference.factor import GaussianSiteView
 
+from ._numba import NUMBA_OPTIONS
 from .likelihoods import Likelihood
 from .likelihoods.gaussian import gaussian_expectations, gaussian_precision_site
 
@@ -103,8 +105,8 @@ class GaussianSiteFactor(Factor):
         else:
             lik = self.likelihood if index is None else self.likelihood.subset(index)
             expected, g_m, g_v = lik._variational_expectations(mean, var, y, self._coarse_points)
-        precision = -2.0 * g_v
-        targets[self.roles["on"]] = self._targets(q_block, g_m + precision * mean, precision, g_m, index)
+        natural_mean, precision = _site_targets(mean, g_m, g_v)
+        targets[self.roles["on"]] = self._targets(q_block, natural_mean, precision, g_m, index)
         return FactorEval(float(np.sum(expected)), targets)
 
     def _targets(self, q_block, natural_mean, precision, g_m, index):
@@ -143,8 +145,29 @@ def site_kl(natural_mean, precision, mean, var, log_normaliser):
     -------
     float
     """
-    expected_log_sites = np.sum(natural_mean * mean - 0.5 * precision * (var + mean * mean))
-    return float(expected_log_sites - log_normaliser)
+    return float(_expected_log_sites(natural_mean, precision, mean, var) - log_normaliser)
+
+
+@numba.jit(**NUMBA_OPTIONS)
+def _site_targets(mean, d_mean, d_var):
+    """Site targets ``gamma_i = g_m + pi_i m_i``, ``pi_i = -2 g_v`` (module notes) in one pass; each (N,)."""
+    n = mean.shape[0]
+    natural_mean, precision = np.empty(n), np.empty(n)
+    for i in range(n):
+        p = -2.0 * d_var[i]
+        precision[i] = p
+        natural_mean[i] = d_mean[i] + p * mean[i]
+    return natural_mean, precision
+
+
+@numba.jit(**NUMBA_OPTIONS)
+def _expected_log_sites(natural_mean, precision, mean, var):
+    """``sum_i gamma_i m_i - pi_i (v_i + m_i^2) / 2`` in one pass (no temporaries of length N)."""
+    total = 0.0
+    for i in range(mean.shape[0]):
+        m = mean[i]
+        total += natural_mean[i] * m - 0.5 * precision[i] * (var[i] + m * m)
+    return total
 
 
 __all__ = ["GaussianSiteFactor", "site_kl"]

@@ -26,7 +26,7 @@ from .._hyper import KernelHyperparameters
 from ..gp.kernels import Kernel
 from ..sites import site_kl
 from .fisher_identity import log_normaliser_grad
-from .smoother import STATUS_OK, _run_smoother, _validate
+from .smoother import STATUS_OK, Workspace, _run_smoother, _validate
 
 
 class StateSpacePosterior:
@@ -81,6 +81,7 @@ class StateSpacePrior(Block):
         )
         self.n_points = n_steps
         self.state_dim = self.m0.shape[0]
+        self._workspace = Workspace()
 
     def zero_message(self):
         return (np.zeros(self.n_points), np.zeros(self.n_points))
@@ -89,7 +90,7 @@ class StateSpacePrior(Block):
         natural_mean = np.ascontiguousarray(message[0], dtype=float)
         precision = np.ascontiguousarray(message[1], dtype=float)
         result = _run_smoother(natural_mean, precision, self.H, self.A, self.Q, self.m0, self.P0,
-                               store=False, return_status=True)
+                               store=False, return_status=True, workspace=self._workspace)
         if result.status != STATUS_OK:
             raise InvalidPosterior(f"block {self.name!r}: the sites make the state-space posterior "
                                    f"invalid at time step {result.failed_step}")

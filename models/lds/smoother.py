@@ -35,6 +35,7 @@ Cost ``O(T d^3)`` in compiled code; ``A``, ``Q`` and ``H`` may be constant
 (given without a time axis) or time-varying.
 """
 
+import threading
 from typing import NamedTuple
 
 import numpy as np
@@ -180,7 +181,7 @@ def _validate(site_natural_mean, site_precision, obs_row, transition, process_co
     for name, arr, event in (("obs_row", H, (d,)), ("transition", A, (d, d)), ("process_cov", Q, (d, d))):
         if arr.shape[1:] != event:
             raise ValueError(f"{name} must have trailing shape {event} for state dimension d={d}; got {arr.shape}")
-    bad = _kernels._first_not_psd(Q, _PSD_RTOL, float(np.max(np.abs(P0))), (0,) * d)
+    bad = _kernels._first_not_psd(Q, _PSD_RTOL, float(np.max(np.abs(P0))), *_kernels.work_for(d))
     if bad >= 0:
         raise ValueError(
             f"process_cov must be symmetric positive semi-definite; got a matrix that is not, "
@@ -208,40 +209,80 @@ def _check_status(status, step, pi, S, return_status):
     raise RuntimeError(f"unknown kernel status {status}")
 
 
-def _forward(gamma, pi, H, A, Q, m0, P0, return_status):
-    """Allocate and run the compiled filter; raise on failure unless ``return_status``."""
+class Workspace:
+    """Scratch arrays of the compiled passes, reused by successive passes of one problem size.
+
+    A state-space block smooths a new set of sites every CVI iteration.
+    Allocating the ~``T (2 d^2 + d)`` scratch values afresh each time costs
+    as much as the backward pass itself (the operating system hands out new
+    pages), so a block keeps one workspace.  Each thread gets its own arrays.
+    """
+
+    def __init__(self):
+        self._local = threading.local()
+
+    def arrays(self, T, d):
+        """``(gains, offsets, cond_covs, last_mean, last_cov, a_pred_mean, a_pred_var)`` for ``T`` steps of size ``d``."""
+        arrays = getattr(self._local, "arrays", None)
+        if arrays is None or arrays[1].shape != (T, d):
+            arrays = self._local.arrays = _new_scratch(T, d)
+        return arrays
+
+
+def _new_scratch(T, d):
+    return (np.empty((T, d, d)), np.empty((T, d)), np.empty((T, d, d)), np.empty(d), np.empty((d, d)),
+            np.empty(T), np.empty(T))
+
+
+def _forward(gamma, pi, H, A, Q, m0, P0, keep, return_status, check_singular=False, workspace=None):
+    """Allocate and run the compiled filter; raise on failure unless ``return_status``.
+
+    Returns ``(FilterResult, backward)`` where ``backward`` holds the arrays
+    the smoother reads (gains, offsets, conditional covariances, last
+    filtered moments).  The four moment arrays of the result are filled only
+    if ``keep`` (else None).  With ``check_singular`` a singular predicted
+    covariance (which only the smoother needs to invert) is a failure too.
+    Scratch arrays come from ``workspace`` if given (then the result's
+    predictive arrays are overwritten by the next pass).
+    """
     T, d = gamma.shape[0], m0.shape[0]
-    means, covs = np.empty((T, d)), np.empty((T, d, d))
-    pred_means, pred_covs = np.empty((T, d)), np.empty((T, d, d))
-    a_mean, a_var = np.empty(T), np.empty(T)
-    log_z, status, step = _kernels._filter(gamma, pi, H, A, Q, m0, P0, means, covs, pred_means, pred_covs,
-                                           a_mean, a_var, (0,) * d)
+    n = T if keep else 1
+    means, covs, pred_means, pred_covs = np.empty((n, d)), np.empty((n, d, d)), np.empty((n, d)), np.empty((n, d, d))
+    scratch = _new_scratch(T, d) if workspace is None else workspace.arrays(T, d)
+    backward, (a_mean, a_var) = scratch[:5], scratch[5:]
+    log_z, status, step, singular = _kernels._filter(gamma, pi, H, A, Q, m0, P0, keep, means, covs, pred_means,
+                                                     pred_covs, *backward, a_mean, a_var, *_kernels.work_for(d))
+    if check_singular and status == STATUS_OK and singular >= 0:
+        log_z, status, step = np.nan, STATUS_SINGULAR_PREDICTION, singular
     _check_status(status, step, pi, a_var, return_status)
-    return FilterResult(means, covs, pred_means, pred_covs, a_mean, a_var, log_z, status, step)
+    if not keep:
+        means = covs = pred_means = pred_covs = None
+    return FilterResult(means, covs, pred_means, pred_covs, a_mean, a_var, log_z, status, step), backward
 
 
-def _run_smoother(gamma, pi, H, A, Q, m0, P0, store, return_status):
+def _run_smoother(gamma, pi, H, A, Q, m0, P0, store, return_status, workspace=None):
     """Filter plus RTS pass on arrays already checked by :func:`_validate` (no input checks here).
 
     The entry point for callers that validate a prior once and then smooth
-    many sets of sites (e.g. every CVI iteration).  With ``store`` it returns
-    a :class:`SmootherResult`, otherwise a :class:`MarginalsResult`; failures
-    raise unless ``return_status``.
+    many sets of sites (e.g. every CVI iteration, with a :class:`Workspace`).
+    With ``store`` it returns a :class:`SmootherResult`, otherwise a
+    :class:`MarginalsResult`; failures raise unless ``return_status``.
     """
-    filtered = _forward(gamma, pi, H, A, Q, m0, P0, return_status)
-    status, step = filtered.status, filtered.failed_step
-    if status == STATUS_OK:
-        status, step = _kernels._smooth(H, A, filtered.means, filtered.covs, filtered.pred_means,
-                                        filtered.pred_covs, filtered.pred_marginal_mean,
-                                        filtered.pred_marginal_var, store, (0,) * m0.shape[0])
-        _check_status(status, step, pi, None, return_status)
-    log_z = filtered.log_normaliser if status == STATUS_OK else np.nan
-    # the backward pass overwrote the filter's arrays in place: a-marginals, and with ``store`` the
-    # smoothed state moments and (in pred_covs) the cross-covariances
+    filtered, backward = _forward(gamma, pi, H, A, Q, m0, P0, False, return_status, check_singular=True,
+                                  workspace=workspace)
+    T, d = gamma.shape[0], m0.shape[0]
+    n = T if store else 1
+    means, covs, cross_covs = np.empty((n, d)), np.empty((n, d, d)), np.empty((n, d, d))
+    a_mean, a_var = np.empty(T), np.empty(T)
+    if filtered.status == STATUS_OK:
+        _kernels._smooth(H, *backward, store, means, covs, cross_covs, a_mean, a_var, *_kernels.work_for(d))
+    else:
+        a_mean.fill(np.nan)
+        a_var.fill(np.nan)
+    args = (a_mean, a_var, filtered.log_normaliser, filtered.status, filtered.failed_step)
     if store:
-        return SmootherResult(filtered.means, filtered.covs, filtered.pred_covs, filtered.pred_marginal_mean,
-                              filtered.pred_marginal_var, log_z, status, step)
-    return MarginalsResult(filtered.pred_marginal_mean, filtered.pred_marginal_var, log_z, status, step)
+        return SmootherResult(means, covs, cross_covs, *args)
+    return MarginalsResult(*args)
 
 
 def kalman_filter(site_natural_mean, site_precision, obs_row, transition, process_cov, init_mean, init_cov,
@@ -265,8 +306,8 @@ def kalman_filter(site_natural_mean, site_precision, obs_row, transition, proces
         On invalid input, or (unless ``return_status``) when
         ``1 + pi_t S_t <= 0`` at some step ``t``.
     """
-    return _forward(*_validate(site_natural_mean, site_precision, obs_row, transition, process_cov,
-                               init_mean, init_cov), return_status)
+    arrays = _validate(site_natural_mean, site_precision, obs_row, transition, process_cov, init_mean, init_cov)
+    return _forward(*arrays, keep=True, return_status=return_status)[0]
 
 
 def kalman_smoother(site_natural_mean, site_precision, obs_row, transition, process_cov, init_mean, init_cov,

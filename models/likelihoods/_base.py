@@ -38,8 +38,13 @@ _NO_PER_POINT = np.zeros(1)
 
 
 def zero_missing(y, *arrays):
-    """Return ``arrays`` with the entries where ``y`` is NaN set to exactly 0 (missing data)."""
+    """Return ``arrays`` with the entries where ``y`` is NaN set to exactly 0 (missing data).
+
+    The arrays are returned unchanged (not copied) when nothing is missing.
+    """
     missing = np.isnan(y)
+    if not missing.any():
+        return arrays
     return tuple(np.where(missing, 0.0, a) for a in arrays)
 
 
