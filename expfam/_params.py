@@ -37,7 +37,17 @@ def tree_lerp(a, b, rho):
     """
     if rho == 1.0:
         return tuple(b)
-    return tuple((1.0 - rho) * x + rho * y for x, y in zip(a, b))
+    return tuple(_lerp(x, y, rho) for x, y in zip(a, b))
+
+
+def _lerp(x, y, rho):
+    """``(1 - rho) x + rho y`` as ``x + rho (y - x)`` with one temporary (the parts can be large)."""
+    out = np.subtract(y, x, dtype=float)
+    if np.ndim(out) == 0:
+        return x + rho * out
+    out *= rho
+    out += x
+    return out
 
 
 def inner(a, b, event_ndims):
