@@ -178,3 +178,19 @@ def test_markov_gp_builds_for_kernels_with_near_zero_process_noise(kernel):
             for prior in (lds.MarkovGP(kernel, t), gp.GP(kernel, t))]
     tolerance = 1e-6 if not hasattr(kernel, "truncation_error") else 10 * kernel.truncation_error() + 1e-6
     np.testing.assert_allclose(fits[0].posterior["f"].mean, fits[1].posterior["f"].mean, atol=tolerance)
+
+
+def test_posteriors_do_not_share_the_blocks_scratch_arrays():
+    """The block reuses its scratch arrays between passes; earlier posteriors must not change."""
+    rng = np.random.default_rng(12)
+    t = np.sort(rng.uniform(0.0, 10.0, 40))
+    block = lds.MarkovGP(K.Matern32(lengthscale=1.0, variance=1.0), t)
+    first_sites = (rng.normal(size=40), rng.uniform(0.1, 2.0, 40))
+    first = block.posterior(first_sites)
+    kept = (first.mean.copy(), first.var.copy(), first.log_normaliser)
+    block.posterior((rng.normal(size=40), rng.uniform(0.1, 2.0, 40)))
+    np.testing.assert_array_equal(first.mean, kept[0])
+    np.testing.assert_array_equal(first.var, kept[1])
+    again = block.posterior(first_sites)
+    np.testing.assert_array_equal(again.mean, kept[0])
+    assert again.log_normaliser == kept[2]

@@ -22,7 +22,7 @@ def _assert_close(actual, expected):
     np.testing.assert_allclose(actual, expected, rtol=RTOL, atol=RTOL * max(1.0, np.max(np.abs(expected))))
 
 
-@pytest.mark.parametrize("d, seed", [(1, 0), (2, 1), (2, 2), (3, 3)])
+@pytest.mark.parametrize("d, seed", [(1, 0), (2, 1), (2, 2), (3, 3), (4, 6), (5, 7)])  # tuple and array work variables
 def test_smoother_matches_dense_reference(d, seed):
     problem = random_problem(np.random.default_rng(seed), T=25, d=d)
     assert np.any(problem["pi"] < 0) and np.any(problem["pi"] == 0)
