@@ -27,6 +27,9 @@ from .steps import resolve_step
 from .warnings import StepBackoffWarning
 
 _MIN_BACKOFF_RHO = 1e-14
+_ACCELERATE_ABOVE = 0.1
+"""Extrapolate only while an ordinary step gains at least this fraction of the ELBO gain of the step
+before (a linear rate above about 0.3): faster convergence does not repay the extrapolation's cost."""
 
 
 class Engine:
@@ -56,7 +59,8 @@ class Engine:
         self.rng = np.random.default_rng(seed)
         self.sites = [f.init_sites({b: self.blocks[b] for b in f.block_names}) for f in self.factors]
         self.messages = [
-            {b: self.blocks[b].zero_message() for b in f.block_names} for f in self.factors
+            {b: (f.message(b, self.sites[k][b]) if f.informed_start else self.blocks[b].zero_message())
+             for b in f.block_names} for k, f in enumerate(self.factors)
         ]
         self.orders = [None] * len(self.factors)
         self.positions = [0] * len(self.factors)
@@ -151,7 +155,10 @@ class Engine:
             target_message = self._target_messages.get(k)
             if target_message is None:
                 target_message = self._target_messages[k] = factor.message(b, target)
-            return tree_lerp(sites, target, rho), tree_lerp(message, target_message, rho)
+            new_sites = tree_lerp(sites, target, rho)
+            if _same_arrays(message, sites) and _same_arrays(target_message, target):
+                return new_sites, new_sites   # the message is the sites themselves (e.g. Observe)
+            return new_sites, tree_lerp(message, target_message, rho)
         old_rows = tuple(s[index] for s in sites)
         if self.minibatch == "svi":
             new_rows = target
@@ -168,13 +175,21 @@ class Engine:
 
     def _try_acceleration(self):
         """Extrapolate only in the asymptotic regime: full steps are being accepted, the last
-        proposal was not rejected, and no ordinary step is needed to confirm convergence."""
+        proposal was not rejected, no ordinary step is needed to confirm convergence, and
+        ordinary steps are converging slowly (see ``_ACCELERATE_ABOVE``)."""
         if self.accelerator is None or self.plain_next:
             return False
         if self.accelerator_rested:
             self.accelerator_rested = False
             return False
-        return self.rule.rho(self.iteration) >= self.rule.max_rho
+        return self.rule.rho(self.iteration) >= self.rule.max_rho and self._converging_slowly()
+
+    def _converging_slowly(self):
+        trace = self.elbo_trace
+        if len(trace) < 3:
+            return True
+        last, before = trace[-1] - trace[-2], trace[-2] - trace[-3]
+        return not before > 0.0 or last >= _ACCELERATE_ABOVE * before
 
     def _accelerated(self, b, ks, targets, batches, current_elbo):
         """Try the Anderson-accelerated sites for block ``b``; returns the new ELBO or None."""
@@ -300,6 +315,11 @@ def _check_batch_size(batch_size):
     if isinstance(batch_size, bool) or int(batch_size) != batch_size or batch_size < 1:
         raise ValueError(f"batch_size must be a positive integer or None; got {batch_size!r}")
     return int(batch_size)
+
+
+def _same_arrays(a, b):
+    """Whether two parameter tuples hold the very same array objects."""
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
 
 
 def _flatten(site_tuples):

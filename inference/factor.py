@@ -96,8 +96,15 @@ class Factor:
             )
         return block
 
+    informed_start = False
+    """True if :meth:`init_sites` returned non-empty sites (the engine then starts from their messages)."""
+
     def init_sites(self, blocks):
-        """Zero sites: block name -> tuple of arrays with leading dimension ``n_data``."""
+        """The first sites: block name -> tuple of arrays with leading dimension ``n_data``.
+
+        Usually zero (the fit starts at the prior); a factor that starts from
+        data-informed sites sets ``informed_start``.
+        """
         raise NotImplementedError
 
     def evaluate(self, q, index=None, rng=None):

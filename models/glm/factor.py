@@ -71,6 +71,10 @@ class GLM(GaussianSiteFactor):
             return X @ q.mean, (X * X) @ q.var
         return X @ q.mean, marginal_variances(X, np.linalg.cholesky(q.cov))
 
+    @property
+    def _can_start_informed(self):
+        return not self.diagonal   # diagonal sites carry a q-dependent third part
+
     def _zero_sites(self):
         zeros = (np.zeros(self.n_data), np.zeros(self.n_data))
         return zeros + ((np.zeros_like(self.X),) if self.diagonal else ())

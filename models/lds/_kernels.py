@@ -197,7 +197,8 @@ def _filter(gamma, pi, H, A, Q, m0, P0, keep, means, covs, pred_means, pred_covs
     ``keep`` it also fills the filtered ``means`` (T, d), ``covs`` (T, d, d)
     and predicted ``pred_means``, ``pred_covs`` (moments given sites ``< t``);
     otherwise those four arrays are not touched (they may be dummies).  The
-    predictive moments of ``a_t`` go to ``a_pred_mean``, ``a_pred_var`` (T,).
+    predictive moments of ``a_t`` go to ``a_pred_mean``, ``a_pred_var`` (T,),
+    all of them if ``keep``, otherwise only at a failing step.
     ``dims, zeros, zz`` come from :func:`work_for`.
 
     Returns ``(log Z, status, failed step, singular step)``: the first two
@@ -268,12 +269,15 @@ def _filter(gamma, pi, H, A, Q, m0, P0, keep, means, covs, pred_means, pred_covs
             u = _set(u, i, acc)
             S += H[ih, i] * acc
             mu += H[ih, i] * mp[i]
-        a_pred_mean[t] = mu
-        a_pred_var[t] = S
+        if keep:
+            a_pred_mean[t] = mu
+            a_pred_var[t] = S
         g = gamma[t]
         p = pi[t]
         denom = 1.0 + p * S
         if not (denom > 0.0 and denom < math.inf):
+            a_pred_mean[t] = mu
+            a_pred_var[t] = S
             return math.nan, STATUS_INVALID_SITE, t, singular
         inv = 1.0 / denom
         c_mean = (g - p * mu) * inv

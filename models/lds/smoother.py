@@ -239,8 +239,8 @@ def _forward(gamma, pi, H, A, Q, m0, P0, keep, return_status, check_singular=Fal
 
     Returns ``(FilterResult, backward)`` where ``backward`` holds the arrays
     the smoother reads (gains, offsets, conditional covariances, last
-    filtered moments).  The four moment arrays of the result are filled only
-    if ``keep`` (else None).  With ``check_singular`` a singular predicted
+    filtered moments).  The moment arrays of the result (and the predictive ``a`` moments)
+    are filled only if ``keep`` (else None).  With ``check_singular`` a singular predicted
     covariance (which only the smoother needs to invert) is a failure too.
     Scratch arrays come from ``workspace`` if given (then the result's
     predictive arrays are overwritten by the next pass).
@@ -256,7 +256,7 @@ def _forward(gamma, pi, H, A, Q, m0, P0, keep, return_status, check_singular=Fal
         log_z, status, step = np.nan, STATUS_SINGULAR_PREDICTION, singular
     _check_status(status, step, pi, a_var, return_status)
     if not keep:
-        means = covs = pred_means = pred_covs = None
+        means = covs = pred_means = pred_covs = a_mean = a_var = None
     return FilterResult(means, covs, pred_means, pred_covs, a_mean, a_var, log_z, status, step), backward
 
 

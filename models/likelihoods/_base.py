@@ -122,6 +122,26 @@ class Likelihood:
         """
         return self
 
+    def initial_latent(self, y):
+        """A data-based guess of each ``a_i`` for the first sites, or None to start from empty sites.
+
+        Likelihoods with an exponential link (unbounded curvature) give the
+        guess a GLM's IRLS starts from, e.g. ``log(y + 1/2)`` for counts; the
+        engine's first sites are then the CVI targets at ``a_i`` with zero
+        variance (seed 000, eqs. 15-17), which avoids the overshooting first
+        step from the prior.  The default is None.
+
+        Parameters
+        ----------
+        y : ndarray, shape (N,)
+            Validated observations (NaN: missing).
+
+        Returns
+        -------
+        ndarray, shape (N,), or None
+        """
+        return None
+
     # --- validation ----------------------------------------------------------
 
     def _per_point_for(self, n, name):

@@ -80,6 +80,10 @@ class GammaLogLink(Likelihood):
     def _params(self):
         return self._param_vector
 
+    def initial_latent(self, y):
+        """``log y``: the IRLS start (the mean equals the observation)."""
+        return np.log(y)
+
     def _outside_support(self, y, per_point):
         return ~(y > 0)
 

@@ -82,5 +82,9 @@ class NegativeBinomial(Likelihood):
     def _params(self):
         return self._param_vector
 
+    def initial_latent(self, y):
+        """``log(y + 1/2)``: the IRLS start, as for the Poisson."""
+        return np.log(y + 0.5)
+
     def _outside_support(self, y, per_point):
         return (y < 0) | ~is_integer(y)

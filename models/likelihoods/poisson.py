@@ -86,6 +86,10 @@ class Poisson(Likelihood):
     def _per_point(self):
         return self._offset
 
+    def initial_latent(self, y):
+        """``log(y + 1/2) - log(exposure)``: the IRLS start."""
+        return np.log(y + 0.5) - self._offset
+
     def _outside_support(self, y, per_point):
         return (y < 0) | ~is_integer(y)
 
