@@ -35,7 +35,8 @@ before (a linear rate above about 0.3): faster convergence does not repay the ex
 class Engine:
     """Mutable state of one fit.  Built and driven by :meth:`inference.Model.fit`."""
 
-    def __init__(self, model, step=None, batch_size=None, minibatch="svi", seed=0, acceleration=True):
+    def __init__(self, model, step=None, batch_size=None, minibatch="svi", seed=0, acceleration=True,
+                 from_prior=False):
         self.model = model
         self.blocks = model.blocks
         self.factors = model.factors
@@ -58,8 +59,12 @@ class Engine:
         self.rule = resolve_step(step, self.stochastic)
         self.rng = np.random.default_rng(seed)
         self.sites = [f.init_sites({b: self.blocks[b] for b in f.block_names}) for f in self.factors]
+        informed = [f.informed_start and not from_prior for f in self.factors]
+        for k, f in enumerate(self.factors):
+            if f.informed_start and from_prior:
+                self.sites[k] = {b: tuple(np.zeros_like(a) for a in s) for b, s in self.sites[k].items()}
         self.messages = [
-            {b: (f.message(b, self.sites[k][b]) if f.informed_start else self.blocks[b].zero_message())
+            {b: (f.message(b, self.sites[k][b]) if informed[k] else self.blocks[b].zero_message())
              for b in f.block_names} for k, f in enumerate(self.factors)
         ]
         self.orders = [None] * len(self.factors)
@@ -70,10 +75,12 @@ class Engine:
         self.n_accelerated = 0
         self.last_accelerated = False   # whether the last update was an Anderson step
         self.plain_next = False         # force an ordinary step (to confirm convergence)
-        self.accelerator_rested = False  # skip one extrapolation after a rejected one
-        self.accelerator_failures = 0    # consecutive rejected extrapolations (three switch it off)
-        # the first sweep from the prior uses cheap quadrature (deterministic fits only)
-        self.coarse = not self.stochastic and any([f.set_coarse(True) for f in self.factors])
+        self.accelerator_rest = 0        # iterations to skip extrapolation (2^k after k rejections in a row)
+        self.accelerator_failures = 0    # consecutive rejected extrapolations
+        # the first sweep from the prior uses cheap quadrature (deterministic fits only; a start
+        # from data-informed sites is already concentrated, where the accurate rule is cheap)
+        self.coarse = (not self.stochastic and not any(informed)
+                       and any([f.set_coarse(True) for f in self.factors]))
         if not self.coarse:
             for f in self.factors:
                 f.set_coarse(False)
@@ -179,8 +186,8 @@ class Engine:
         ordinary steps are converging slowly (see ``_ACCELERATE_ABOVE``)."""
         if self.accelerator is None or self.plain_next:
             return False
-        if self.accelerator_rested:
-            self.accelerator_rested = False
+        if self.accelerator_rest > 0:
+            self.accelerator_rest -= 1
             return False
         return self.rule.rho(self.iteration) >= self.rule.max_rho and self._converging_slowly()
 
@@ -230,10 +237,11 @@ class Engine:
                 self.accelerator_failures = 0
                 self.last_accelerated = True
                 return 1.0, new_elbo
-            self.accelerator_rested = True
+            # back off exponentially: rejected extrapolations become rare where they do not pay
+            # (often the pre-asymptotic phase), yet the accelerator returns once the iteration
+            # settles into its linear regime
             self.accelerator_failures += 1
-            if self.accelerator_failures >= 3:      # extrapolation does not pay on this problem
-                self.accelerator = None
+            self.accelerator_rest = 2 ** self.accelerator_failures - 1
         rho = self.rule.rho(self.iteration)
         warned = False
         while True:

@@ -78,9 +78,13 @@ class Model:
             update only the chosen points' sites (eq. 21).
         seed : int
             Seeds the data order and Monte Carlo draws.
-        init : FitResult, optional
-            Resume from a previous result of the same model (sites, step-size
-            state and random state are restored).
+        init : None, "prior" or FitResult
+            Where the sites start.  None: empty sites (the prior), except that
+            factors may start from data-informed sites (the Gaussian-site
+            factors do for likelihoods with an IRLS-style guess,
+            ``Likelihood.initial_latent``); ``"prior"``: empty sites for every
+            factor; a ``FitResult``: resume from a previous result of the same
+            model (sites, step-size state and random state are restored).
         callback : callable, optional
             ``callback(info)`` after every iteration with an
             :class:`inference.IterationInfo`; returning True stops the fit.
@@ -103,9 +107,11 @@ class Model:
         if callback is not None and not callable(callback):
             raise ValueError(f"callback must be callable; got {type(callback).__name__}")
         seed = _check_int(seed, "seed", minimum=0)
+        if isinstance(init, str) and init != "prior":
+            raise ValueError(f"init must be None, 'prior' or a FitResult; got {init!r}")
         engine = Engine(self, step=step, batch_size=batch_size, minibatch=minibatch, seed=seed,
-                        acceleration=bool(acceleration))
-        if init is not None:
+                        acceleration=bool(acceleration), from_prior=isinstance(init, str))
+        if init is not None and not isinstance(init, str):
             _restore(engine, init)
         engine.refresh_posterior()
         converged, timings = run(engine, max_iter, float(tol), callback, progress, warn)
@@ -126,7 +132,7 @@ class Model:
             "coarse": bool(engine.coarse),
             "flags": {"accelerator_off": engine.accelerator is None,
                       "accelerator_failures": engine.accelerator_failures,
-                      "accelerator_rested": engine.accelerator_rested, "plain_next": engine.plain_next},
+                      "accelerator_rest": engine.accelerator_rest, "plain_next": engine.plain_next},
         }
         views = [f.site_view(s) for f, s in zip(self.factors, engine.sites)]
         return FitResult(
@@ -169,7 +175,7 @@ def _restore(engine, init):
     if flags.get("accelerator_off"):
         engine.accelerator = None
     engine.accelerator_failures = int(flags.get("accelerator_failures", 0))
-    engine.accelerator_rested = bool(flags.get("accelerator_rested", False))
+    engine.accelerator_rest = int(flags.get("accelerator_rest", 0))
     engine.plain_next = bool(flags.get("plain_next", False))
     if engine.accelerator is not None:
         engine.accelerator.set_state(state.get("accelerator", {}))

@@ -39,5 +39,9 @@ class BernoulliLogit(Likelihood):
     def _per_point(self):
         return _ONE_TRIAL
 
+    def initial_latent(self, y):
+        """``+-log 3``: the IRLS start (``P(y = 1) = (y + 1/2) / 2``)."""
+        return np.log(3.0) * (2.0 * y - 1.0)
+
     def _outside_support(self, y, per_point):
         return (y != 0) & (y != 1)

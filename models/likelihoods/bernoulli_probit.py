@@ -54,6 +54,10 @@ class BernoulliProbit(Likelihood):
     _log_base = staticmethod(no_base_term)
     _moments = staticmethod(_moments)
 
+    def initial_latent(self, y):
+        """``+-Phi^{-1}(3/4)``: the IRLS start (``P(y = 1) = (y + 1/2) / 2``)."""
+        return 0.6744897501960817 * (2.0 * y - 1.0)
+
     def _outside_support(self, y, per_point):
         return (y != 0) & (y != 1)
 

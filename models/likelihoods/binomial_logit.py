@@ -81,6 +81,10 @@ class BinomialLogit(Likelihood):
     def _per_point(self):
         return self._trials
 
+    def initial_latent(self, y):
+        """``log((y + 1/2) / (n - y + 1/2))``: the IRLS start (proportion ``(y + 1/2) / (n + 1)``)."""
+        return np.log((y + 0.5) / (self._trials - y + 0.5))
+
     def _outside_support(self, y, per_point):
         return (y < 0) | (y > per_point) | ~is_integer(y)
 

@@ -46,11 +46,14 @@ def test_acceleration_needs_fewer_iterations_and_keeps_the_answer():
     X = np.column_stack([np.ones(len(features)), features])
     model = Model(latents={"w": Gaussian.from_mean_cov(np.zeros(X.shape[1]), np.eye(X.shape[1]))},
                   factors=[glm.GLM(likelihoods.BernoulliLogit(), X, data.target.astype(float), on="w")])
-    plain = model.fit(tol=1e-12, max_iter=500, acceleration=False)
-    fast = model.fit(tol=1e-12, max_iter=500)
-    assert plain.converged and fast.converged
-    assert fast.n_iter < plain.n_iter / 2
-    assert fast.elbo == pytest.approx(plain.elbo, abs=1e-8)
+    # from the prior plain CVI needs ~74 iterations; from the IRLS-style start ~34, of which the early,
+    # fast-contracting ones leave little for extrapolation to gain
+    for init, gain in (("prior", 2.0), (None, 1.3)):
+        plain = model.fit(tol=1e-12, max_iter=500, acceleration=False, init=init)
+        fast = model.fit(tol=1e-12, max_iter=500, init=init)
+        assert plain.converged and fast.converged
+        assert fast.n_iter < plain.n_iter / gain
+        assert fast.elbo == pytest.approx(plain.elbo, abs=1e-8)
 
 
 def test_invalid_proposals_are_never_accepted():

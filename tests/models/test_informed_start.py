@@ -21,6 +21,11 @@ CASES = {
                           lambda rng, f: rng.negative_binomial(3.0, 3.0 / (3.0 + np.exp(f))).astype(float)),
     "gamma": (likelihoods.GammaLogLink(shape=2.0), lambda rng, f: rng.gamma(2.0, np.exp(f) / 2.0)),
     "exponential": (likelihoods.Exponential(), lambda rng, f: rng.exponential(np.exp(f))),
+    "bernoulli_logit": (likelihoods.BernoulliLogit(), lambda rng, f: (rng.random(80) < 1 / (1 + np.exp(-f))) * 1.0),
+    "bernoulli_probit": (likelihoods.BernoulliProbit(),
+                         lambda rng, f: (rng.normal(size=80) < f) * 1.0),
+    "binomial": (likelihoods.BinomialLogit(n_trials=5),
+                 lambda rng, f: rng.binomial(5, 1 / (1 + np.exp(-f))).astype(float)),
 }
 
 
@@ -91,3 +96,15 @@ def test_markov_gp_poisson_takes_full_steps_from_the_informed_start():
     assert np.all(fits[0].rho_trace[1:] == 1.0)
     assert fits[0].n_iter < fits[1].n_iter
     np.testing.assert_allclose(fits[0].elbo, fits[1].elbo, rtol=1e-10)
+
+
+def test_init_prior_starts_every_factor_from_empty_sites():
+    X, y, likelihood = _problem("poisson", seed=2)
+    model = Model({"w": _gaussian_prior(3)}, [glm.GLM(likelihood, X, y, on="w")])
+    start = model.fit(max_iter=0, warn=False, init="prior")
+    assert np.all(start.sites[0].precision == 0) and np.all(start.sites[0].natural_mean == 0)
+    np.testing.assert_array_equal(start.posterior["w"].mean, np.zeros(3))
+    informed = model.fit(max_iter=0, warn=False)
+    assert informed.elbo_trace[0] > start.elbo_trace[0]
+    with pytest.raises(ValueError, match="init must be None, 'prior' or a FitResult"):
+        model.fit(init="data")

@@ -30,7 +30,10 @@ def test_breast_cancer_logistic_regression_reaches_the_optimum(breast_cancer, br
     dim = X.shape[1]
     model = Model(latents={"w": Gaussian.from_mean_cov(np.zeros(dim), np.eye(dim))},
                   factors=[glm.GLM(likelihoods.BernoulliLogit(), X, y, on="w")])
-    fit = model.fit()
+    from_prior = model.fit(init="prior")   # the "fewer than 30 iterations from the prior"
+    assert from_prior.converged and from_prior.n_iter < 30
+    assert abs(from_prior.elbo - elbo_star) < 1e-6
+    fit = model.fit()                        # default: from the IRLS-style informed start
     assert fit.converged and fit.n_iter < 30
     assert abs(fit.elbo - elbo_star) < 1e-6
     q = fit.posterior["w"]
