@@ -12,6 +12,7 @@ from expfam._validation import as_float, check_positive
 from inference import Model
 
 from .. import likelihoods
+from .._labels import binary_labels
 from .factor import GLM
 
 
@@ -126,11 +127,17 @@ class BayesianLogisticRegression(BayesianGLM):
     def _likelihood(self):
         return likelihoods.BernoulliLogit(n_points=self.n_points)
 
+    def fit(self, X, y):
+        """Fit on two-class labels ``y`` of any type (``classes_`` holds them, sorted); returns ``self``."""
+        self.classes_, coded = binary_labels(y)
+        return super().fit(X, coded)
+
     def predict_proba(self, X):
-        """Posterior predictive class probabilities, shape (M, 2): columns P(y=0), P(y=1)."""
+        """Posterior predictive class probabilities, shape (M, 2), columns in the order of ``classes_``."""
         p1 = super().predict(X)
         return np.column_stack([1.0 - p1, p1])
 
     def predict(self, X):
-        """Most probable label in {0, 1} under the posterior predictive, shape (M,)."""
-        return (self.predict_proba(X)[:, 1] > 0.5).astype(int)
+        """Most probable label (from ``classes_``) under the posterior predictive, shape (M,)."""
+        second = self.predict_proba(X)[:, 1] > 0.5
+        return self.classes_[second.astype(int)]

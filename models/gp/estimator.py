@@ -10,6 +10,7 @@ import numpy as np
 from inference import Model
 
 from .. import likelihoods
+from .._labels import binary_labels
 from ..observe import Observe
 from .prior import GP
 
@@ -91,12 +92,18 @@ class GPClassifier(_GPEstimator):
             return likelihoods.BernoulliProbit()
         raise ValueError(f"link must be 'logit' or 'probit'; got {self.link!r}")
 
+    def fit(self, X, y):
+        """Fit on two-class labels ``y`` of any type (``classes_`` holds them, sorted); returns ``self``."""
+        self.classes_, coded = binary_labels(y)
+        return super().fit(X, coded)
+
     def predict_proba(self, X):
-        """Predictive class probabilities, shape (M, 2)."""
+        """Predictive class probabilities, shape (M, 2), columns in the order of ``classes_``."""
         mean, var = self.predict_latent(X)
         p1 = self._likelihood().predict_mean_var(mean, var)[0]
         return np.column_stack([1.0 - p1, p1])
 
     def predict(self, X):
-        """Most probable label in {0, 1}, shape (M,)."""
-        return (self.predict_proba(X)[:, 1] > 0.5).astype(int)
+        """Most probable label (from ``classes_``), shape (M,)."""
+        second = self.predict_proba(X)[:, 1] > 0.5
+        return self.classes_[second.astype(int)]

@@ -117,3 +117,17 @@ def test_bad_inputs_name_the_argument(logistic_data):
     X_inf[0, 0] = np.inf
     with pytest.raises(ValueError, match="X must be finite"):
         glm.GLM(likelihoods.BernoulliLogit(), X_inf, y, on="w")
+
+
+def test_logistic_estimator_takes_any_two_labels(logistic_data):
+    X, y = logistic_data
+    coded = glm.BayesianLogisticRegression().fit(X[:, 1:], y)
+    named = glm.BayesianLogisticRegression().fit(X[:, 1:], np.where(y == 1, "spam", "ham"))
+    np.testing.assert_array_equal(named.classes_, ["ham", "spam"])
+    np.testing.assert_array_equal(named.coef_, coded.coef_)
+    np.testing.assert_array_equal(named.predict(X[:, 1:]), np.where(coded.predict(X[:, 1:]) == 1, "spam", "ham"))
+    signs = glm.BayesianLogisticRegression().fit(X[:, 1:], 2 * y - 1)
+    np.testing.assert_array_equal(signs.classes_, [-1, 1])
+    np.testing.assert_array_equal(signs.predict_proba(X[:4, 1:]), coded.predict_proba(X[:4, 1:]))
+    with pytest.raises(ValueError, match="y must hold exactly two classes.*got 3"):
+        glm.BayesianLogisticRegression().fit(X[:, 1:], np.arange(len(y)) % 3)

@@ -122,9 +122,21 @@ def test_invalid_arguments_are_named():
     X, y = _classification_data()
     with pytest.raises(ValueError, match="link"):
         gp.GPClassifier(gp.kernels.RBF(), link="cauchit").fit(X, y)
-    with pytest.raises(ValueError, match="labels 0 or 1"):
-        gp.GPClassifier(gp.kernels.RBF(), learn_hyperparameters=False).fit(X, y + 1.0)
+    with pytest.raises(ValueError, match="y must hold exactly two classes"):
+        gp.GPClassifier(gp.kernels.RBF(), learn_hyperparameters=False).fit(X, y + np.arange(len(y)))
     with pytest.raises(ValueError, match="y has 39 entries"):
         gp.GPRegressor(gp.kernels.RBF()).fit(X, y[:-1])
     with pytest.raises(ValueError, match="kernel"):
         gp.GPRegressor("rbf").fit(X, y)
+
+
+def test_classifier_takes_any_two_labels():
+    X, y = _classification_data()
+    kernel = gp.kernels.Matern32(lengthscale=1.0, variance=2.0)
+    coded = gp.GPClassifier(kernel, learn_hyperparameters=False).fit(X, y)
+    named = gp.GPClassifier(kernel, learn_hyperparameters=False).fit(X, np.where(y == 1, "yes", "no"))
+    np.testing.assert_array_equal(named.classes_, ["no", "yes"])
+    assert named.elbo_ == coded.elbo_
+    np.testing.assert_array_equal(named.predict(X), np.where(coded.predict(X) == 1, "yes", "no"))
+    with pytest.raises(ValueError, match="y must hold exactly two classes.*got 1"):
+        gp.GPClassifier(kernel, learn_hyperparameters=False).fit(X, np.zeros(len(y)))
