@@ -89,7 +89,6 @@ class Likelihood:
     _log_lik = None
     _log_base = None
     _moments = None
-    _specialised_expectations = None   # optional: the quadrature compiled for this likelihood alone
 
     def __init__(self, n_points=DEFAULT_N_POINTS):
         self.n_points = check_n_points(n_points)
@@ -262,11 +261,10 @@ class Likelihood:
     def _quadrature_expectations(self, mean, var, y, n_points=None):
         """The Gauss-Hermite route of ``_variational_expectations`` (every likelihood has one)."""
         nodes, weights, counts, sd_edges = ladder(self.strip_half_width, n_points or self.n_points)
-        args = (mean, var, y, self._per_point(), self._params(), nodes, weights, counts, sd_edges,
-                PRICE_BELOW * self.strip_half_width)
-        if self._specialised_expectations is not None:
-            return self._specialised_expectations(*args)
-        return _kernels._gh_expectations(self._log_lik, self._log_base, *args)
+        return _kernels._gh_expectations(
+            self._log_lik, self._log_base, mean, var, y, self._per_point(), self._params(),
+            nodes, weights, counts, sd_edges, PRICE_BELOW * self.strip_half_width,
+        )
 
     def _base_terms_of(self, y, per_point):
         """``log p(y | a)`` minus its ``a``-dependent part, for every point; cached per ``y`` array.

@@ -65,17 +65,13 @@ _NEWTON_STEPS = 50
 _HALVINGS = 60
 
 
-@numba.jit(inline="always", **NUMBA_OPTIONS)
-def gh_expectations_body(log_lik, log_base, mean, var, y, per_point, params, nodes, weights, counts, sd_edges,
-                         price_below):
+@numba.jit(_VEC3(LOG_LIK, LOG_BASE, _VEC, _VEC, _VEC, _VEC, _VEC, _MAT, _MAT, _IVEC, _VEC, _F8), **NUMBA_OPTIONS)
+def _gh_expectations(log_lik, log_base, mean, var, y, per_point, params, nodes, weights, counts, sd_edges,
+                     price_below):
     """E[log p(y_i | a_i)] and its derivatives in (m_i, v_i); see the module docstring.
 
-    Called with first-class functions by :func:`_gh_expectations`.  A
-    likelihood on a hot path may instead call it from its own compiled
-    function with its scalar functions as globals: numba then specialises
-    this body to them and inlines them, which is about 1.5x faster per node
-    (see ``bernoulli_logit.py``).  A point with ``v_i = 0`` needs one
-    evaluation: ``E = ell(m)``, ``dE/dm = ell'(m)``, ``dE/dv = ell''(m) / 2``.
+    A point with ``v_i = 0`` needs one evaluation: ``E = ell(m)``,
+    ``dE/dm = ell'(m)``, ``dE/dv = ell''(m) / 2``.
 
     Point ``i`` uses rule ``r``, the first with ``sqrt(v_i) <= sd_edges[r]`` (the last otherwise);
     ``nodes[r, :counts[r]]`` are symmetric (``z_k = -z_{n-1-k}``) with equal paired weights.
@@ -129,14 +125,6 @@ def gh_expectations_body(log_lik, log_base, mean, var, y, per_point, params, nod
         # rounding; where the rule is exact anyway it equals Price's 1/2 E[d2 log p]
         d_var[i] = 0.5 * h if scale < price_below else t / (2.0 * scale)
     return value, d_mean, d_var
-
-
-@numba.jit(_VEC3(LOG_LIK, LOG_BASE, _VEC, _VEC, _VEC, _VEC, _VEC, _MAT, _MAT, _IVEC, _VEC, _F8), **NUMBA_OPTIONS)
-def _gh_expectations(log_lik, log_base, mean, var, y, per_point, params, nodes, weights, counts, sd_edges,
-                     price_below):
-    """:func:`gh_expectations_body` for first-class ``log_lik``, ``log_base``: one cached kernel for every likelihood."""
-    return gh_expectations_body(log_lik, log_base, mean, var, y, per_point, params, nodes, weights, counts,
-                                sd_edges, price_below)
 
 
 @numba.jit(types.UniTuple(_F8, 2)(LOG_LIK, _F8, _F8, _VEC, _F8, _F8), **NUMBA_OPTIONS)

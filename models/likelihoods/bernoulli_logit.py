@@ -12,27 +12,13 @@ Log-concave; expectations by Gauss-Hermite quadrature; the predictive mean is
 :math:`P(y = 1) = \mathbb E[\sigma(a)]`.
 """
 
-import numba
 import numpy as np
 
-from models._numba import NUMBA_OPTIONS
-
 from ._base import Likelihood
-from ._kernels import gh_expectations_body
 from ._math import no_base_term
 from .binomial_logit import _log_lik, _moments
 
 _ONE_TRIAL = np.ones(1)
-
-
-@numba.jit(**NUMBA_OPTIONS)
-def _gh_expectations(mean, var, y, per_point, params, nodes, weights, counts, sd_edges, price_below):
-    """The Gauss-Hermite expectations specialised to this likelihood (its scalar functions inlined).
-
-    Logistic regression and GP classification spend most of an iteration here.
-    """
-    return gh_expectations_body(_log_lik, no_base_term, mean, var, y, per_point, params, nodes, weights, counts,
-                                sd_edges, price_below)
 
 
 class BernoulliLogit(Likelihood):
@@ -49,7 +35,6 @@ class BernoulliLogit(Likelihood):
     strip_half_width = np.pi  # log(1 + e^a) has poles at a = +-i pi
     _log_base = staticmethod(no_base_term)
     _moments = staticmethod(_moments)
-    _specialised_expectations = staticmethod(_gh_expectations)
 
     def _per_point(self):
         return _ONE_TRIAL
