@@ -25,7 +25,7 @@ rule (160 points) is used beyond the last edge: its error bound there is about
 1e-7 per point at :math:`\sqrt v = 2d`, and a point whose variance stays that
 large at the optimum is one whose likelihood term barely matters (breast
 cancer: 5e-10 nats in total at the optimum).  Points with small posterior variance --
-nearly all of them in a large data set -- get a 6- or 10-point rule.
+nearly all of them in a large data set -- get a 3-, 4- or 6-point rule.
 """
 
 import functools
@@ -44,13 +44,14 @@ PREDICT_N_POINTS = 64
 MAX_N_POINTS = 320
 """Largest rule offered."""
 
-LADDER_POINTS = (6, 10, 14, 20, 40, 80, 160)
+LADDER_POINTS = (3, 4, 6, 10, 14, 20, 40, 80, 160)
 """Rules of the adaptive ladder."""
 
-LADDER_EDGES = (0.06, 0.14, 0.19, 0.27, 0.38, 0.54)
+LADDER_EDGES = (0.008, 0.024, 0.06, 0.14, 0.19, 0.27, 0.38, 0.54)
 """Largest ``sqrt(v) / d`` at which each rule but the last is used (logistic error below 1e-11;
-measured maxima over m in [-6, 6]: 6 points 5e-13 at 0.064, 10 points 8e-13 at 0.14,
-14 points 3e-13 at 0.19, 20 points 9e-13 at 0.27)."""
+measured maxima over m in [-6, 6]: 3 points 9e-13 at 0.0088, 4 points 9e-13 at 0.025,
+6 points 5e-13 at 0.064, 10 points 8e-13 at 0.14, 14 points 3e-13 at 0.19, 20 points 9e-13
+at 0.27).  Large data sets put most points on the 3- and 4-point rules."""
 
 PRICE_BELOW = 0.05
 """Below ``sqrt(v) / d`` = 0.05 every rule is exact to rounding, so ``dE/dv`` may use Price's form."""
