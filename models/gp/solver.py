@@ -34,6 +34,8 @@ from scipy.linalg import blas, lapack, solve_triangular
 
 from inference import InvalidPosterior
 
+from ._solver_kernels import scaled_plus_identity, strict_lower_square_sums
+
 
 @dataclass
 class SitePosterior:
@@ -130,11 +132,8 @@ def site_posterior(K, natural_mean, precision, jitter=1e-10):
 
 
 def _nonnegative_route(K, gamma, pi):
-    n = K.shape[0]
     s = np.sqrt(pi)
-    B = K * s[:, None]
-    B *= s[None, :]
-    B[np.diag_indices(n)] += 1.0
+    B = scaled_plus_identity(np.ascontiguousarray(K), s)
     # B is symmetric, so B.T is a Fortran-ordered view of it: LAPACK factorises it in place
     # as U^T U, which leaves L = U^T (B = L L^T) in B's C-ordered memory, and then inverts U
     # in place; the only N x N array allocated is B
@@ -145,11 +144,11 @@ def _nonnegative_route(K, gamma, pi):
     diag = chol.diagonal().copy()
     alpha = gamma - s * lapack.dpotrs(upper, s * _symmetric_times(K, gamma), lower=0)[0]
     mean = _symmetric_times(K, alpha)
-    row_part = _strict_square_norms(chol, "ji,ji->j")             # rows of L, below the diagonal
+    row_part = strict_lower_square_sums(chol)[0]                  # rows of L, below the diagonal
     inv_upper, info = lapack.dtrtri(upper, lower=0, overwrite_c=1)  # U^{-1} = L^{-T}
     if info != 0:
         raise InvalidPosterior("GP sites: the Cholesky factor of I + S K S is singular")
-    col_part = _strict_square_norms(inv_upper.T, "ij,ij->j")      # columns of L^{-1}, below it
+    col_part = strict_lower_square_sums(inv_upper.T)[1]           # columns of L^{-1}, below it
     observed = pi > 0
     var = np.diag(K).copy()
     if np.any(observed):
@@ -186,15 +185,6 @@ def _indefinite_route(K, gamma, pi, jitter):
     log_normaliser = -np.sum(np.log(np.diag(chol))) + 0.5 * gamma @ mean
     return SitePosterior(mean, var, float(log_normaliser), gamma - pi * mean, _chol=chol,
                          _kernel_chol=kernel_chol)
-
-
-def _strict_square_norms(matrix, subscripts):
-    """Row or column sums of squares of ``matrix`` without its diagonal (zeroed and restored in place)."""
-    diagonal = matrix.diagonal().copy()
-    np.fill_diagonal(matrix, 0.0)
-    norms = np.einsum(subscripts, matrix, matrix)
-    np.fill_diagonal(matrix, diagonal)
-    return norms
 
 
 def _symmetric_times(K, x):

@@ -179,3 +179,15 @@ def test_just_invalid_negative_sites_raise():
         else:
             with pytest.raises(InvalidPosterior):
                 site_posterior(K, gamma, shifted)
+
+
+def test_compiled_passes_match_numpy():
+    from models.gp._solver_kernels import scaled_plus_identity, strict_lower_square_sums
+    rng = np.random.default_rng(3)
+    K = rng.normal(size=(7, 7))
+    s = rng.uniform(0.0, 2.0, 7)
+    np.testing.assert_allclose(scaled_plus_identity(K, s), np.eye(7) + s[:, None] * K * s[None, :], rtol=1e-15)
+    lower = np.tril(K, -1)
+    rows, cols = strict_lower_square_sums(K)
+    np.testing.assert_allclose(rows, (lower ** 2).sum(axis=1), rtol=1e-14)
+    np.testing.assert_allclose(cols, (lower ** 2).sum(axis=0), rtol=1e-14)
