@@ -11,7 +11,6 @@ not installed.
 """
 
 import argparse
-import time
 
 import numpy as np
 from sklearn.datasets import load_breast_cancer
