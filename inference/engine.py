@@ -58,11 +58,11 @@ class Engine:
         self.stochastic = any(f.stochastic for f in self.factors) or self.batch_size is not None
         self.rule = resolve_step(step, self.stochastic)
         self.rng = np.random.default_rng(seed)
-        self.sites = [f.init_sites({b: self.blocks[b] for b in f.block_names}) for f in self.factors]
-        informed = [f.informed_start and not from_prior for f in self.factors]
-        for k, f in enumerate(self.factors):
-            if f.informed_start and from_prior:
-                self.sites[k] = {b: tuple(np.zeros_like(a) for a in s) for b, s in self.sites[k].items()}
+        bound = [{b: self.blocks[b] for b in f.block_names} for f in self.factors]
+        informed_sites = [None if from_prior else f.informed_sites(blocks) for f, blocks in zip(self.factors, bound)]
+        informed = [sites is not None for sites in informed_sites]
+        self.sites = [f.init_sites(blocks) if sites is None else sites
+                      for f, blocks, sites in zip(self.factors, bound, informed_sites)]
         self.messages = [
             {b: (f.message(b, self.sites[k][b]) if informed[k] else self.blocks[b].zero_message())
              for b in f.block_names} for k, f in enumerate(self.factors)

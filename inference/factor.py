@@ -96,16 +96,17 @@ class Factor:
             )
         return block
 
-    informed_start = False
-    """True if :meth:`init_sites` returned non-empty sites (the engine then starts from their messages)."""
-
     def init_sites(self, blocks):
-        """The first sites: block name -> tuple of arrays with leading dimension ``n_data``.
-
-        Usually zero (the fit starts at the prior); a factor that starts from
-        data-informed sites sets ``informed_start``.
-        """
+        """Zero sites (the fit starts at the prior): block name -> tuple of arrays with leading dimension ``n_data``."""
         raise NotImplementedError
+
+    def informed_sites(self, blocks):
+        """Data-informed first sites in the form of :meth:`init_sites`, or None (the default) to start at the prior.
+
+        The engine starts from these, and from their messages, unless the fit
+        asks for ``init="prior"``.
+        """
+        return None
 
     def evaluate(self, q, index=None, rng=None):
         """Expected log-factor and site targets at posterior ``q`` (dict name -> posterior).

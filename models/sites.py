@@ -88,25 +88,24 @@ class GaussianSiteFactor(Factor):
     """Whether the stored sites are ``(gamma, pi)`` alone, so that they can start from the data."""
 
     def init_sites(self, blocks):
-        sites = {self.roles["on"]: self._start_sites()}
+        sites = {self.roles["on"]: self._zero_sites()}
         if self.precision_block is not None:
             sites[self.precision_block] = (np.zeros(self.n_data), np.zeros(self.n_data))
         return sites
 
-    def _start_sites(self):
-        """The CVI targets at the likelihood's data-based guess of ``a`` with zero variance, or zero sites.
+    def informed_sites(self, blocks):
+        """The CVI targets at the likelihood's data-based guess of ``a`` with zero variance, or None.
 
-        See :meth:`models.likelihoods.Likelihood.initial_latent`; sets ``informed_start``.
+        See :meth:`models.likelihoods.Likelihood.initial_latent`.
         """
-        guess = None
-        if self.precision_block is None and self._can_start_informed:
-            guess = self.likelihood.initial_latent(self.y)
-        self.informed_start = guess is not None
+        if self.precision_block is not None or not self._can_start_informed:
+            return None
+        guess = self.likelihood.initial_latent(self.y)
         if guess is None:
-            return self._zero_sites()
+            return None
         guess = np.where(np.isnan(guess), 0.0, guess)   # missing points get zero sites anyway
         _, g_m, g_v = self.likelihood._variational_expectations(guess, np.zeros(self.n_data), self.y)
-        return _site_targets(guess, g_m, g_v)
+        return {self.roles["on"]: _site_targets(guess, g_m, g_v)}
 
     def _zero_sites(self):
         return (np.zeros(self.n_data), np.zeros(self.n_data))

@@ -57,7 +57,7 @@ def test_first_sites_are_the_targets_at_the_guess_with_zero_variance(name):
     model = Model({"w": _gaussian_prior(3)}, [factor])
     fit = model.fit(max_iter=0, warn=False)
     guess = likelihood.initial_latent(y)
-    assert factor.informed_start
+    assert factor.informed_sites({"w": model.blocks["w"]}) is not None
     # independent route: the quadrature expectations with a tiny variance, differentiated numerically
     observed = ~np.isnan(y)
     eps = 1e-5
