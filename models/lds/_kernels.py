@@ -45,34 +45,18 @@ Arrays are contiguous float64.  ``H`` is ``(TH, d)``, ``A`` ``(TA, d, d)`` and
 ``1`` (constant, never copied ``T`` times).  Covariances are kept exactly
 symmetric: only the upper triangle is computed and then mirrored.
 
-Speed at small ``d``.  The per-step state (``m``, ``P``, the prediction,
-the gain) lives in work variables that are either tuples or small arrays,
-chosen by :func:`work_for`: vectors are ``d``-long and matrices flat
-``d * d``-long in row-major order (entry ``(i, j)`` at ``i * d + j``).  The
-kernels take ``dims = (0,) * d``, so that ``d = len(dims)`` is a compile-time
-constant (one cached compilation per ``d``) and LLVM unrolls the loops over
-the state, and are written once against three helpers: ``x[i]`` reads, ``x =
-_set(x, i, v)`` writes and ``_fresh(x)`` makes an independent work variable.
-
-* ``d <= TUPLE_MAX_D``: tuples.  After unrolling they stay in registers (``_set`` is numba's ``tuple_setitem``).  Small
-  numpy arrays would not do: every store into an array might alias every other
-  array and forces reloads.  This is 1.5-2x faster at ``d = 2``.
-* larger ``d``: arrays allocated once per call and updated in place
-  (``_set`` assigns and returns the array).  Tuples there would compile for
-  minutes and run in ``O(d^2)`` per element access.
-
-Everything called inside a time loop is inlined.
+Speed at small ``d``: the per-step state lives in tuples or small arrays,
+see :mod:`._small`; ``dims, zeros, zz`` come from its :func:`work_for`.
 """
 
 import math
 
 import numba
 import numpy as np
-from numba.core import types
-from numba.cpython.unsafe.tuple import tuple_setitem
-from numba.extending import overload
 
 from models._numba import NUMBA_OPTIONS
+
+from ._small import _affine, _copy_into, _fresh, _ldl, _ldl_solve, _set
 
 STATUS_OK = 0
 """Every step succeeded."""
@@ -80,109 +64,6 @@ STATUS_INVALID_SITE = 1
 """``1 + pi_t S_t <= 0`` (or not finite) at the reported step."""
 STATUS_SINGULAR_PREDICTION = 2
 """The predicted covariance of the reported step is not positive definite."""
-
-TUPLE_MAX_D = 3
-"""Largest state dimension whose work variables are tuples (see the module notes)."""
-
-
-def work_for(d):
-    """The last three arguments of the kernels for state dimension ``d``: ``dims, zeros, zz``.
-
-    ``dims = (0,) * d`` makes ``d = len(dims)`` a compile-time constant in
-    either mode; ``zeros`` and ``zz`` are the templates of the vector and
-    flat-matrix work variables: tuples ``(0.0,) * d`` and ``(0.0,) * (d * d)``
-    up to ``TUPLE_MAX_D``, arrays beyond (module notes).
-    """
-    if d <= TUPLE_MAX_D:
-        return (0,) * d, (0.0,) * d, (0.0,) * (d * d)
-    return (0,) * d, np.zeros(d), np.zeros(d * d)
-
-
-def _set(x, i, v):
-    """``x`` with entry ``i`` set to ``v`` (compiled only, see the overload)."""
-    raise NotImplementedError("compiled-only helper")
-
-
-@overload(_set, inline="always")
-def _set_overload(x, i, v):
-    if isinstance(x, types.UniTuple):
-        return lambda x, i, v: tuple_setitem(x, i, v)
-    if isinstance(x, types.Array):
-        def set_in_place(x, i, v):
-            x[i] = v
-            return x
-        return set_in_place
-    return None
-
-
-def _fresh(x):
-    """An independent work variable shaped like ``x`` (compiled only, see the overload)."""
-    raise NotImplementedError("compiled-only helper")
-
-
-@overload(_fresh, inline="always")
-def _fresh_overload(x):
-    if isinstance(x, types.UniTuple):
-        return lambda x: x
-    if isinstance(x, types.Array):
-        return lambda x: x.copy()
-    return None
-
-
-@numba.jit(inline="always", **NUMBA_OPTIONS)
-def _copy_into(dst, src):
-    """``dst`` holding the entries of ``src``."""
-    for k in range(len(src)):
-        dst = _set(dst, k, src[k])
-    return dst
-
-
-@numba.jit(inline="always", **NUMBA_OPTIONS)
-def _ldl(M, F, inv_pivots, dims):
-    """``L D L^T`` factorisation of the symmetric flat ``d * d`` matrix ``M`` into ``F`` (lower triangle read).
-
-    Square-root free (one division per pivot), which matters at small ``d``
-    where it runs once per time step.  Returns ``(F, inv_pivots, ok)``: the
-    strict lower triangle of ``F`` holds the unit factor ``L``, its strict
-    upper triangle ``(L D)^T``; ``inv_pivots`` (d) holds ``1 / D``; ``ok`` is
-    False if a pivot is not positive (``M`` not positive definite).
-    """
-    d = len(dims)
-    F = _copy_into(F, M)
-    for j in range(d):
-        s = F[j * d + j]
-        for k in range(j):
-            s -= F[j * d + k] * F[k * d + j]
-        if not s > 0.0:
-            return F, inv_pivots, False
-        inv = 1.0 / s
-        inv_pivots = _set(inv_pivots, j, inv)
-        for i in range(j + 1, d):
-            s = F[i * d + j]
-            for k in range(j):
-                s -= F[i * d + k] * F[k * d + j]
-            F = _set(F, j * d + i, s)
-            F = _set(F, i * d + j, s * inv)
-    return F, inv_pivots, True
-
-
-@numba.jit(inline="always", **NUMBA_OPTIONS)
-def _ldl_solve(F, inv_pivots, B, dims):
-    """``M^{-1} B`` in place of the flat ``d * d`` matrix ``B`` (``d`` columns), given ``_ldl(M)``."""
-    d = len(dims)
-    for c in range(d):
-        for i in range(d):
-            s = B[i * d + c]
-            for k in range(i):
-                s -= F[i * d + k] * B[k * d + c]
-            B = _set(B, i * d + c, s)
-        for i in range(d - 1, -1, -1):
-            s = B[i * d + c] * inv_pivots[i]
-            for k in range(i + 1, d):
-                s -= F[k * d + i] * B[k * d + c]
-            B = _set(B, i * d + c, s)
-    return B
-
 
 @numba.jit(**NUMBA_OPTIONS)
 def _filter(gamma, pi, H, A, Q, m0, P0, keep, means, covs, pred_means, pred_covs, gains, offsets, cond_covs,
@@ -213,6 +94,7 @@ def _filter(gamma, pi, H, A, Q, m0, P0, keep, means, covs, pred_means, pred_covs
     sQ = 1 if Q.shape[0] > 1 else 0
     m, mp, u, inv_pivots = _fresh(zeros), _fresh(zeros), _fresh(zeros), _fresh(zeros)
     P, Pp, AP, F, gain_t = _fresh(zz), _fresh(zz), _fresh(zz), _fresh(zz), _fresh(zz)
+    no_shift = np.zeros((1, d))
     for i in range(d):
         mp = _set(mp, i, m0[i])
         for j in range(d):
@@ -224,23 +106,7 @@ def _filter(gamma, pi, H, A, Q, m0, P0, keep, means, covs, pred_means, pred_covs
         if t > 0:
             ia = sA * t
             iq = sQ * t
-            for i in range(d):
-                acc = 0.0
-                for k in range(d):
-                    acc += A[ia, i, k] * m[k]
-                mp = _set(mp, i, acc)
-                for j in range(d):
-                    acc = 0.0
-                    for k in range(d):
-                        acc += A[ia, i, k] * P[k * d + j]
-                    AP = _set(AP, i * d + j, acc)
-            for i in range(d):
-                for j in range(i, d):
-                    acc = Q[iq, i, j]
-                    for k in range(d):
-                        acc += AP[i * d + k] * A[ia, j, k]
-                    Pp = _set(Pp, i * d + j, acc)
-                    Pp = _set(Pp, j * d + i, acc)
+            mp, AP, Pp = _affine(A, ia, m, P, no_shift, 0, Q, iq, mp, AP, Pp, dims)
             # backward conditional of step t-1: G^T = Pp^{-1} A P, b = m - G mp, C = P - G A P
             F, inv_pivots, ok = _ldl(Pp, F, inv_pivots, dims)
             if ok:
@@ -332,28 +198,12 @@ def _smooth(H, gains, offsets, cond_covs, last_mean, last_cov, store, means, cov
             Ps = _set(Ps, i * d + j, last_cov[i, j])
     for t in range(T - 1, -1, -1):
         if t < T - 1:
-            for i in range(d):
-                acc = offsets[t, i]
-                for k in range(d):
-                    acc += gains[t, i, k] * ms[k]
-                m_new = _set(m_new, i, acc)
-                for j in range(d):
-                    acc = 0.0
-                    for k in range(d):
-                        acc += gains[t, i, k] * Ps[k * d + j]
-                    GP = _set(GP, i * d + j, acc)
+            m_new, GP, Ps = _affine(gains, t, ms, Ps, offsets, t, cond_covs, t, m_new, GP, Ps, dims)
+            ms = _copy_into(ms, m_new)
             if store:
                 for i in range(d):
                     for j in range(d):
                         cross_covs[t + 1, i, j] = GP[j * d + i]
-            ms = _copy_into(ms, m_new)
-            for i in range(d):
-                for j in range(i, d):
-                    acc = cond_covs[t, i, j]
-                    for k in range(d):
-                        acc += GP[i * d + k] * gains[t, j, k]
-                    Ps = _set(Ps, i * d + j, acc)
-                    Ps = _set(Ps, j * d + i, acc)
         if store:
             for i in range(d):
                 means[t, i] = ms[i]

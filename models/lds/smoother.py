@@ -44,6 +44,7 @@ from expfam._validation import as_float, check_pd
 
 from . import _kernels
 from ._kernels import STATUS_INVALID_SITE, STATUS_OK, STATUS_SINGULAR_PREDICTION
+from ._small import work_for
 
 _PSD_RTOL = 1e-10
 
@@ -181,7 +182,7 @@ def _validate(site_natural_mean, site_precision, obs_row, transition, process_co
     for name, arr, event in (("obs_row", H, (d,)), ("transition", A, (d, d)), ("process_cov", Q, (d, d))):
         if arr.shape[1:] != event:
             raise ValueError(f"{name} must have trailing shape {event} for state dimension d={d}; got {arr.shape}")
-    bad = _kernels._first_not_psd(Q, _PSD_RTOL, float(np.max(np.abs(P0))), *_kernels.work_for(d))
+    bad = _kernels._first_not_psd(Q, _PSD_RTOL, float(np.max(np.abs(P0))), *work_for(d))
     if bad >= 0:
         raise ValueError(
             f"process_cov must be symmetric positive semi-definite; got a matrix that is not, "
@@ -251,7 +252,7 @@ def _forward(gamma, pi, H, A, Q, m0, P0, keep, return_status, check_singular=Fal
     scratch = _new_scratch(T, d) if workspace is None else workspace.arrays(T, d)
     backward, (a_mean, a_var) = scratch[:5], scratch[5:]
     log_z, status, step, singular = _kernels._filter(gamma, pi, H, A, Q, m0, P0, keep, means, covs, pred_means,
-                                                     pred_covs, *backward, a_mean, a_var, *_kernels.work_for(d))
+                                                     pred_covs, *backward, a_mean, a_var, *work_for(d))
     if check_singular and status == STATUS_OK and singular >= 0:
         log_z, status, step = np.nan, STATUS_SINGULAR_PREDICTION, singular
     _check_status(status, step, pi, a_var, return_status)
@@ -275,7 +276,7 @@ def _run_smoother(gamma, pi, H, A, Q, m0, P0, store, return_status, workspace=No
     means, covs, cross_covs = np.empty((n, d)), np.empty((n, d, d)), np.empty((n, d, d))
     a_mean, a_var = np.empty(T), np.empty(T)
     if filtered.status == STATUS_OK:
-        _kernels._smooth(H, *backward, store, means, covs, cross_covs, a_mean, a_var, *_kernels.work_for(d))
+        _kernels._smooth(H, *backward, store, means, covs, cross_covs, a_mean, a_var, *work_for(d))
     else:
         a_mean.fill(np.nan)
         a_var.fill(np.nan)
