@@ -1,8 +1,18 @@
-"""Driving a fit: iterate sweeps until convergence, record the trace, report progress.
+r"""Driving a fit: iterate sweeps until convergence, record the trace, report progress.
 
 ``run`` sweeps the engine until the relative ELBO change of one iteration is at
 most ``tol`` (stochastic fits compare 20-iteration averages) or the iteration
-budget is spent.  With hyperparameters to learn it hands over to
+budget is spent.  A deterministic fit also stops once the ELBO it has still to
+gain is estimated to be at most ``tol`` (relative).  Near the optimum CVI
+converges linearly with a small rate: the gains of successive ordinary steps
+shrink by a near-constant ratio (about 2e-3 for logistic regression, 3e-2 for
+GP classification), or faster.  So when the last three gains
+:math:`\Delta_{k-2}, \Delta_{k-1}, \Delta_k > 0` have ratios
+:math:`r_k = \Delta_k / \Delta_{k-1} \le r_{k-1} < 1/2`, the geometric tail
+:math:`\Delta_k r_k / (1 - r_k)` estimates the gain still to come: exactly for
+a constant rate, from above for a shrinking one (the tests check it within 5%
+along real fits).  That saves the step whose only use would be to confirm
+convergence.  With hyperparameters to learn it hands over to
 :func:`inference.hyperparameters.learn`, which calls :meth:`Loop.converge_sites`
 once per trial value.
 """
@@ -37,7 +47,7 @@ class Loop:
         """Sweep until converged, the budget is spent or the callback stops; returns converged."""
         engine = self.engine
         previous = engine.elbo_trace[-1] if engine.elbo_trace else None
-        window = []
+        window, gains = [], []
         while self.remaining > 0 and not self.stopped:
             self.remaining -= 1
             start = time.perf_counter()
@@ -56,7 +66,9 @@ class Loop:
                 window.append(elbo)
                 converged = _stochastic_converged(window, self.tol)
             else:
-                converged = abs(elbo - previous) <= self.tol * max(abs(elbo), 1e-300)
+                allowed = self.tol * max(abs(elbo), 1e-300)
+                gains.append(elbo - previous if not engine.last_accelerated else np.nan)
+                converged = abs(elbo - previous) <= allowed or estimated_remaining_gain(gains) <= allowed
                 previous = elbo
                 # an extrapolated step that barely moves may be stagnation, not convergence:
                 # only an ordinary CVI step may confirm convergence
@@ -100,6 +112,33 @@ def run(engine, max_iter, tol, callback=None, progress=False, warn=True):
             f"below tol={tol}", ConvergenceWarning, stacklevel=3,
         )
     return converged, {"total": time.perf_counter() - start, "per_iteration": loop.per_iteration}
+
+
+def estimated_remaining_gain(gains):
+    """The ELBO still to gain, estimated from gains that shrink at least geometrically.
+
+    Parameters
+    ----------
+    gains : list of float
+        ELBO gain of each iteration so far, oldest first; NaN for an
+        extrapolated (accelerated) step, which says nothing about the rate.
+
+    Returns
+    -------
+    float
+        ``Delta_k r_k / (1 - r_k)`` with ``r_k = Delta_k / Delta_{k-1}`` when the
+        last three gains are positive with ratios ``r_k <= r_{k-1} < 1/2``;
+        ``inf`` otherwise (no evidence of a steady, fast rate).
+    """
+    if len(gains) < 3:
+        return np.inf
+    first, second, last = gains[-3:]
+    if not (first > 0 and second > 0 and last > 0):     # also False for NaN
+        return np.inf
+    ratio, ratio_before = last / second, second / first
+    if not ratio <= ratio_before < 0.5:
+        return np.inf
+    return last * ratio / (1.0 - ratio)
 
 
 def _stochastic_converged(window, tol, length=20):

@@ -70,7 +70,10 @@ class Model:
         max_iter : int
             Maximum number of iterations (sweeps over the blocks) in this call.
         tol : float
-            Stop when the relative ELBO change of one iteration is at most ``tol``.
+            Stop when the relative ELBO change of one iteration is at most ``tol``,
+            or (deterministic fits) when the ELBO still to gain, estimated from
+            gains that shrink at least geometrically, is at most ``tol``
+            (relative; see :func:`inference.loop.estimated_remaining_gain`).
         batch_size : int, optional
             Data points per factor per iteration (minibatches); None uses all.
         minibatch : {"svi", "sites"}

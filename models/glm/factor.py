@@ -9,7 +9,8 @@ pseudo-observations (DESIGN.md section 4):
 i.e. the message to a full-covariance Gaussian block is
 ``(X^T gamma, -X^T diag(pi) X / 2)``, built with ``dsyrk``.  The marginals are
 ``m_i = x_i^T m`` and ``v_i = ||R^T x_i||^2`` with ``R`` the Cholesky factor
-of the covariance.
+of the covariance.  Each of the two reads ``X`` once, in cache-sized blocks
+of rows (:mod:`models.glm._linalg`).
 
 For a DiagonalGaussian block (mean field over weights) the natural gradient of
 ``E[log p(y_i | a_i)]`` with respect to the diagonal mean parameters
@@ -24,7 +25,7 @@ from expfam import DiagonalGaussian, Gaussian
 from expfam._validation import as_float
 
 from ..sites import GaussianSiteFactor
-from ._linalg import marginal_variances, weighted_gram
+from ._linalg import gram_and_projection, marginals
 
 
 class GLM(GaussianSiteFactor):
@@ -69,7 +70,7 @@ class GLM(GaussianSiteFactor):
         X = self._rows(index)
         if self.diagonal:
             return X @ q.mean, (X * X) @ q.var
-        return X @ q.mean, marginal_variances(X, np.linalg.cholesky(q.cov))
+        return marginals(X, q.mean, np.linalg.cholesky(q.cov))
 
     @property
     def _can_start_informed(self):
@@ -91,5 +92,6 @@ class GLM(GaussianSiteFactor):
         natural_mean, precision = sites[0], sites[1]
         if self.diagonal:
             return (sites[2].sum(axis=0), -0.5 * ((X * X).T @ precision))
-        return (X.T @ natural_mean, -0.5 * weighted_gram(X, precision))
+        projection, gram = gram_and_projection(X, precision, natural_mean)
+        return (projection, -0.5 * gram)
 

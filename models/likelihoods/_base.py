@@ -29,6 +29,8 @@ import numpy as np
 
 from expfam._validation import as_float
 
+from .._parallel import map_points
+
 from . import _kernels
 from ._checks import as_vector, check_gaussian_marginals, check_same_length, raise_outside_support
 from ._quadrature import DEFAULT_N_POINTS, PREDICT_N_POINTS, PRICE_BELOW, check_n_points, gauss_hermite, ladder
@@ -261,10 +263,17 @@ class Likelihood:
     def _quadrature_expectations(self, mean, var, y, n_points=None):
         """The Gauss-Hermite route of ``_variational_expectations`` (every likelihood has one)."""
         nodes, weights, counts, sd_edges = ladder(self.strip_half_width, n_points or self.n_points)
-        return _kernels._gh_expectations(
-            self._log_lik, self._log_base, mean, var, y, self._per_point(), self._params(),
-            nodes, weights, counts, sd_edges, PRICE_BELOW * self.strip_half_width,
-        )
+        per_point, params = self._per_point(), self._params()
+        price_below = PRICE_BELOW * self.strip_half_width
+
+        def kernel(rows):
+            return _kernels._gh_expectations(
+                self._log_lik, self._log_base, mean[rows], var[rows], y[rows],
+                per_point if per_point.shape[0] == 1 else per_point[rows], params,
+                nodes, weights, counts, sd_edges, price_below,
+            )
+
+        return map_points(kernel, mean.shape[0])     # blocks of points on all cores
 
     def _base_terms_of(self, y, per_point):
         """``log p(y | a)`` minus its ``a``-dependent part, for every point; cached per ``y`` array.

@@ -1,0 +1,95 @@
+"""Running a per-point kernel over blocks of points on several threads.
+
+The compiled kernels are ``nogil`` (:mod:`models._numba`), and every point of
+a per-point kernel (quadrature, site targets) is independent of the others.
+So a long array splits into one contiguous block per core, each block runs on
+a thread of a shared pool, and the outputs are joined in order: the result is
+identical, bit for bit, to one call on the whole array.  Short arrays run on
+the calling thread (a pool round trip costs tens of microseconds).
+
+``EFVI_NUM_THREADS`` in the environment caps the number of threads (1 turns
+this off); the default is the number of cores this process may use.
+"""
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+MIN_POINTS_PER_THREAD = 8192
+"""Below this many points per thread the kernel runs on the calling thread."""
+
+
+def _default_threads():
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:                                   # not on Linux
+        cores = os.cpu_count() or 1
+    requested = os.environ.get("EFVI_NUM_THREADS")
+    if requested is None:
+        return cores
+    try:
+        value = int(requested)
+    except ValueError:
+        raise ValueError(f"EFVI_NUM_THREADS must be a positive integer; got {requested!r}") from None
+    if value < 1:
+        raise ValueError(f"EFVI_NUM_THREADS must be a positive integer; got {requested!r}")
+    return value
+
+
+NUM_THREADS = _default_threads()
+"""Threads a per-point kernel may use."""
+
+_pool = None
+
+
+def _shared_pool():
+    global _pool
+    if _pool is None:
+        _pool = ThreadPoolExecutor(max_workers=NUM_THREADS, thread_name_prefix="efvi")
+    return _pool
+
+
+def row_blocks(n, threads=None):
+    """Contiguous slices covering ``range(n)``, one per thread that has enough points.
+
+    Parameters
+    ----------
+    n : int
+        Number of points.
+    threads : int, optional
+        Upper bound on the number of blocks (default ``NUM_THREADS``).
+
+    Returns
+    -------
+    list of slice
+        One slice (the whole range) when ``n`` is too short to share out.
+    """
+    threads = NUM_THREADS if threads is None else threads
+    count = max(1, min(threads, n // MIN_POINTS_PER_THREAD))
+    edges = np.linspace(0, n, count + 1).astype(int)
+    return [slice(int(lo), int(hi)) for lo, hi in zip(edges[:-1], edges[1:])]
+
+
+def map_points(kernel, n):
+    """Run ``kernel(rows)`` on blocks of ``range(n)`` in parallel; join the output arrays.
+
+    Parameters
+    ----------
+    kernel : callable
+        ``kernel(rows)`` with ``rows`` a slice returns a tuple of arrays, each
+        with one entry per point of ``rows`` (shape ``(len(rows),)``); it
+        should release the GIL (a ``nogil`` numba kernel).
+    n : int
+        Number of points.
+
+    Returns
+    -------
+    tuple of ndarray, each of shape (n,)
+        What one call ``kernel(slice(0, n))`` returns.
+    """
+    blocks = row_blocks(n)
+    if len(blocks) == 1:
+        return kernel(blocks[0])
+    parts = list(_shared_pool().map(kernel, blocks))
+    return tuple(np.concatenate(outputs) for outputs in zip(*parts))

@@ -1,0 +1,47 @@
+"""Per-point kernels on several threads give what one call gives, bit for bit."""
+
+import numpy as np
+import pytest
+
+from models import _parallel, likelihoods
+from models.likelihoods import _kernels
+from models.likelihoods._quadrature import PRICE_BELOW, ladder
+
+
+@pytest.mark.parametrize("n", [0, 1, _parallel.MIN_POINTS_PER_THREAD * 2 - 1, 5 * _parallel.MIN_POINTS_PER_THREAD + 3])
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_row_blocks_cover_the_range_in_order(n, threads):
+    blocks = _parallel.row_blocks(n, threads)
+    assert blocks[0].start == 0 and blocks[-1].stop == n
+    assert all(a.stop == b.start for a, b in zip(blocks[:-1], blocks[1:]))
+    assert len(blocks) == max(1, min(threads, n // _parallel.MIN_POINTS_PER_THREAD))
+    if len(blocks) > 1:
+        assert min(b.stop - b.start for b in blocks) >= _parallel.MIN_POINTS_PER_THREAD
+
+
+def test_quadrature_on_threads_equals_one_call(monkeypatch):
+    """Large N takes the threaded route; the result equals the single-call kernel exactly."""
+    monkeypatch.setattr(_parallel, "NUM_THREADS", 2)
+    rng = np.random.default_rng(0)
+    n = 3 * _parallel.MIN_POINTS_PER_THREAD + 7
+    mean, var = rng.normal(size=n) * 3, rng.uniform(0, 2, size=n) ** 2
+    y = rng.integers(0, 6, size=n).astype(float)
+    y[::97] = np.nan
+    trials = np.full(n, 6.0)
+    lik = likelihoods.BinomialLogit(trials)         # a per-point parameter: sliced with the points
+    assert len(_parallel.row_blocks(n)) == 2
+    threaded = lik._variational_expectations(mean, var, y)
+    nodes, weights, counts, edges = ladder(lik.strip_half_width, lik.n_points)
+    direct = _kernels._gh_expectations(lik._log_lik, lik._log_base, mean, var, y, lik._per_point(), lik._params(),
+                                       nodes, weights, counts, edges, PRICE_BELOW * lik.strip_half_width)
+    for got, want in zip(threaded, direct):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_thread_count_from_the_environment(monkeypatch):
+    monkeypatch.setenv("EFVI_NUM_THREADS", "3")
+    assert _parallel._default_threads() == 3
+    for bad in ("0", "two"):
+        monkeypatch.setenv("EFVI_NUM_THREADS", bad)
+        with pytest.raises(ValueError, match="EFVI_NUM_THREADS"):
+            _parallel._default_threads()
