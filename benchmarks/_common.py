@@ -16,6 +16,40 @@ def best_time(fn, repeat=5):
     return min(times)
 
 
+def interleaved_times(functions, rounds=7):
+    """Wall-clock times of several functions, run in turn ``rounds`` times (after one warm-up each).
+
+    On a machine whose speed drifts (shared cores, CPU steal) timing one
+    function after another compares different machines; running them in turn
+    and taking each round's ratio compares like with like.
+
+    Parameters
+    ----------
+    functions : dict of str to callable
+    rounds : int
+
+    Returns
+    -------
+    dict of str to ndarray, shape (rounds,)
+        Seconds per call, round by round.
+    """
+    for fn in functions.values():
+        fn()
+    times = {name: [] for name in functions}
+    for _ in range(rounds):
+        for name, fn in functions.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return {name: np.array(t) for name, t in times.items()}
+
+
+def ratio_summary(times, numerator, denominator):
+    """``"median r (range lo-hi)"`` of the round-by-round ratios of two entries of ``interleaved_times``."""
+    ratios = times[numerator] / times[denominator]
+    return f"{np.median(ratios):.2f} (rounds {ratios.min():.2f}-{ratios.max():.2f})"
+
+
 def exact_elbo(model, block, q):
     """The ELBO of posterior ``q`` for a single-block model, evaluated exactly by its factors."""
     expected = sum(f.evaluate({block: q}).expected_log for f in model.factors)

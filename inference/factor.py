@@ -18,6 +18,7 @@ one step with ``rho = 1`` is variational message passing.
 """
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -199,10 +200,16 @@ class GaussianSiteView(SiteView):
         self.block = block
         self.natural_mean = np.asarray(sites[block][0])
         self.precision = np.asarray(sites[block][1])
+
+    @cached_property
+    def pseudo_obs(self):                       # computed on first use: most fits never look
         nonzero = self.precision != 0
-        safe = np.where(nonzero, self.precision, 1.0)
-        self.pseudo_obs = np.where(nonzero, self.natural_mean / safe, np.nan)
-        self.pseudo_noise_var = np.where(nonzero, 1.0 / safe, np.inf)
+        return np.where(nonzero, self.natural_mean / np.where(nonzero, self.precision, 1.0), np.nan)
+
+    @cached_property
+    def pseudo_noise_var(self):
+        nonzero = self.precision != 0
+        return np.where(nonzero, 1.0 / np.where(nonzero, self.precision, 1.0), np.inf)
 
     def __len__(self):
         return self.precision.shape[0]
