@@ -17,11 +17,14 @@ def best_time(fn, repeat=5):
 
 
 def interleaved_times(functions, rounds=7):
-    """Wall-clock times of several functions, run in turn ``rounds`` times (after one warm-up each).
+    """Wall-clock times of several functions, run in turn ``rounds`` times.
 
     On a machine whose speed drifts (shared cores, CPU steal) timing one
     function after another compares different machines; running them in turn
-    and taking each round's ratio compares like with like.
+    and taking each round's ratio compares like with like.  Within a round each
+    function is called twice and the second call is timed: numpy and scipy
+    bundle separate OpenBLAS builds whose idle threads spin for a while after a
+    call, so the first call after the other library's runs up to 1.5x slower.
 
     Parameters
     ----------
@@ -38,6 +41,7 @@ def interleaved_times(functions, rounds=7):
     times = {name: [] for name in functions}
     for _ in range(rounds):
         for name, fn in functions.items():
+            fn()
             start = time.perf_counter()
             fn()
             times[name].append(time.perf_counter() - start)

@@ -4,11 +4,11 @@ Run by hand:  python -m benchmarks.bench_gp  [--n 2000] [--repeats 5]
 
 Reports, for a Bernoulli-logit GP with a fixed Matern-3/2 kernel,
 
-* the time of one ``np.linalg.cholesky`` of the N x N kernel matrix (best of
-  ``--repeats``; also LAPACK ``dpotrf`` through scipy, for reference);
+* the time of one ``np.linalg.cholesky`` of the N x N kernel matrix (also
+  LAPACK ``dpotrf`` through scipy, for reference);
 * the time of one conjugate computation (``models.gp.solver.site_posterior``:
   Cholesky of ``I + S K S``, its triangular inverse, marginals, log Z);
-* efvi's time per CVI iteration (median and best over the fit) divided by the
+* efvi's time per CVI iteration (median over the fit) divided by the
   Cholesky time (target: at most 1.5), the iterations to convergence with the
   default step rule, the total time, and the iterations and time to come
   within 0.01 nats of the optimum;
@@ -17,20 +17,22 @@ Reports, for a Bernoulli-logit GP with a fixed Matern-3/2 kernel,
   works, a GPflow VGP run measured here, its Gaussian evaluated by efvi's exact
   ELBO.
 
-On a shared machine the timings vary from run to run: each figure is the best
-(or median) of several, and the reference Cholesky is timed between the fits.
+On a shared machine the timings drift: the fits, the Cholesky factorisations
+and the conjugate computation are timed in turn, ``--repeats`` rounds, and
+each ratio is taken round by round (median and range reported).
 """
 
 import argparse
 import time
 
 import numpy as np
+from scipy.linalg import lapack
 
 from inference import Model
 from models import Observe, gp, likelihoods
 from models.gp.solver import site_posterior
 
-from ._common import best_time, time_to_reach
+from ._common import interleaved_times, ratio_summary, time_to_reach
 
 
 def make_problem(n, seed=0):
@@ -44,14 +46,6 @@ def make_problem(n, seed=0):
 
 def _model(kernel, X, y):
     return Model({"f": gp.GP(kernel, X)}, [Observe(likelihoods.BernoulliLogit(), y, on="f")])
-
-
-def _cholesky_times(K, repeats):
-    from scipy.linalg import lapack
-
-    numpy_time = best_time(lambda: np.linalg.cholesky(K), repeats)
-    lapack_time = best_time(lambda: lapack.dpotrf(K, lower=1, clean=1), repeats)
-    return numpy_time, lapack_time
 
 
 def _gaussian_elbo(K_chol, y, mean, factor):
@@ -111,32 +105,44 @@ def main(argv=None):
     model = _model(kernel, X, y)
 
     fit = model.fit()                                          # the default step rule and tol
-    chol_numpy, chol_lapack = _cholesky_times(K, args.repeats)
     tight = model.fit(tol=1e-13, max_iter=100, warn=False)     # the optimum, for the 0.01-nat figure
-    chol_numpy = min(chol_numpy, _cholesky_times(K, args.repeats)[0])
     sites = tight.sites[0]
-    solver_time = best_time(lambda: site_posterior(K, sites.natural_mean, sites.precision), args.repeats)
+    per_iteration, totals = [], []
 
-    per_iteration = np.asarray(fit.timings["per_iteration"])
+    def efvi():
+        timings = model.fit().timings
+        per_iteration.append(np.median(timings["per_iteration"]))
+        totals.append(timings["total"])     # every other call is the untimed warm-up: same fit
+
+    # timed in turn, round by round, so that each ratio compares like with like on a drifting machine
+    t = interleaved_times({"efvi": efvi, "numpy": lambda: np.linalg.cholesky(K),
+                           "dpotrf": lambda: lapack.dpotrf(K, lower=1, clean=1),
+                           "solver": lambda: site_posterior(K, sites.natural_mean, sites.precision)},
+                          args.repeats)
+    t["per_iteration"] = np.array(per_iteration[-args.repeats:])
+    chol_numpy, chol_lapack, solver_time = (np.median(t[k]) for k in ("numpy", "dpotrf", "solver"))
+
     times = np.cumsum([0.0] + list(tight.timings["per_iteration"]))
     optimum = tight.elbo
     within = np.flatnonzero(tight.elbo_trace >= optimum - 0.01)
-    median = float(np.median(per_iteration))
+    median = float(np.median(t["per_iteration"]))
 
     print(f"GP classification, N = {args.n}, 2-D inputs, Matern-3/2 (fixed hyperparameters)")
+    print(f"medians over {args.repeats} rounds, each timing every item once in turn")
     print(f"one Cholesky of K: np.linalg.cholesky {chol_numpy * 1e3:.1f} ms, "
           f"scipy LAPACK dpotrf {chol_lapack * 1e3:.1f} ms")
     print(f"one conjugate computation (site_posterior): {solver_time * 1e3:.1f} ms "
-          f"= {solver_time / chol_numpy:.2f} x np.linalg.cholesky = {solver_time / chol_lapack:.2f} x dpotrf")
+          f"= {ratio_summary(t, 'solver', 'numpy')} x np.linalg.cholesky "
+          f"= {ratio_summary(t, 'solver', 'dpotrf')} x dpotrf")
+    print(f"time per iteration / np.linalg.cholesky: {ratio_summary(t, 'per_iteration', 'numpy')}; "
+          f"/ dpotrf: {ratio_summary(t, 'per_iteration', 'dpotrf')}")
     print()
     header = (f"{'method':<34}{'iterations':>11}{'per iter (s)':>14}{'/ np chol':>11}{'/ dpotrf':>10}"
               f"{'total (s)':>11}{'to 0.01 nats (s)':>18}")
     print(header)
     print(f"{'efvi CVI (default rule and tol)':<34}{fit.n_iter:>11d}{median:>14.3f}{median / chol_numpy:>11.2f}"
-          f"{median / chol_lapack:>10.2f}{fit.timings['total']:>11.2f}"
+          f"{median / chol_lapack:>10.2f}{np.median(totals):>11.2f}"
           f"{time_to_reach(times, tight.elbo_trace, optimum):>18.2f}")
-    best = per_iteration.min()
-    print(f"{'  (fastest iteration)':<34}{'':>11}{best:>14.3f}{best / chol_numpy:>11.2f}{best / chol_lapack:>10.2f}")
     print(f"{'BayesNewton / GPflow (reported)':<34}{'4-5':>11}{'2-4':>14}{'':>21}{'8-20':>11}")
     peer = _gpflow_run(X, y, kernel, optimum)
     if peer is None:
@@ -151,7 +157,7 @@ def main(argv=None):
           f"{fit.n_backoffs} back-offs")
     print("The floor of one iteration is dpotrf + dtrtri (the marginal variances need diag of an "
           "inverse): about 2 x dpotrf.")
-    return {"cholesky": chol_numpy, "solver": solver_time, "per_iteration": per_iteration,
+    return {"cholesky": chol_numpy, "solver": solver_time, "per_iteration": t["per_iteration"],
             "n_iter": fit.n_iter, "total": fit.timings["total"]}
 
 

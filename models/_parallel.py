@@ -8,7 +8,8 @@ identical, bit for bit, to one call on the whole array.  Short arrays run on
 the calling thread (a pool round trip costs tens of microseconds).
 
 ``EFVI_NUM_THREADS`` in the environment caps the number of threads (1 turns
-this off); the default is the number of cores this process may use.
+this off); the default is the number of cores this process may use.  A process
+forked after a fit (``multiprocessing`` on Linux) starts a fresh pool.
 """
 
 import os
@@ -48,6 +49,16 @@ def _shared_pool():
     if _pool is None:
         _pool = ThreadPoolExecutor(max_workers=NUM_THREADS, thread_name_prefix="efvi")
     return _pool
+
+
+def _forget_pool():
+    """A forked child has none of its parent's threads: it must start a pool of its own."""
+    global _pool
+    _pool = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
 
 
 def row_blocks(n, threads=None):

@@ -45,3 +45,21 @@ def test_thread_count_from_the_environment(monkeypatch):
         monkeypatch.setenv("EFVI_NUM_THREADS", bad)
         with pytest.raises(ValueError, match="EFVI_NUM_THREADS"):
             _parallel._default_threads()
+
+
+def _large_quadrature(_):
+    n = 2 * _parallel.MIN_POINTS_PER_THREAD
+    return float(np.sum(likelihoods.BernoulliLogit()._variational_expectations(
+        np.zeros(n), np.full(n, 0.5), np.ones(n))[0]))
+
+
+def test_a_forked_child_gets_a_working_pool(monkeypatch):
+    """The parent's pool threads do not exist after fork: the child must not wait on them forever."""
+    import multiprocessing
+
+    monkeypatch.setattr(_parallel, "NUM_THREADS", 2)
+    expected = _large_quadrature(None)                  # the parent's pool now exists
+    assert _parallel._pool is not None
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        result = pool.map_async(_large_quadrature, [None]).get(timeout=60)
+    assert result == [expected]
