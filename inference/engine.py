@@ -75,6 +75,7 @@ class Engine:
         self.n_accelerated = 0
         self.last_accelerated = False   # whether the last update was an Anderson step
         self.plain_next = False         # force an ordinary step (to confirm convergence)
+        self.gains = []                  # ELBO gain per iteration, NaN for extrapolated ones (stopping rule)
         self.accelerator_rest = 0        # iterations to skip extrapolation (2^k after k rejections in a row)
         self.accelerator_failures = 0    # consecutive rejected extrapolations
         # the first sweep from the prior uses cheap quadrature (deterministic fits only; a start
@@ -311,6 +312,7 @@ class Engine:
     def reset_structure(self):
         """Forget everything tied to the old prior after hyperparameters changed."""
         self._kl_cache.clear()
+        self.gains = []
         self._cache = [None] * len(self.factors)
         self.refresh_posterior()
         if self.accelerator is not None:

@@ -201,15 +201,19 @@ class GaussianSiteView(SiteView):
         self.natural_mean = np.asarray(sites[block][0])
         self.precision = np.asarray(sites[block][1])
 
+    # the derived attributes are computed on first use: most fits never look at them
     @cached_property
-    def pseudo_obs(self):                       # computed on first use: most fits never look
-        nonzero = self.precision != 0
-        return np.where(nonzero, self.natural_mean / np.where(nonzero, self.precision, 1.0), np.nan)
+    def pseudo_obs(self):
+        return self._per_precision(self.natural_mean, np.nan)
 
     @cached_property
     def pseudo_noise_var(self):
+        return self._per_precision(1.0, np.inf)
+
+    def _per_precision(self, numerator, where_zero):
+        """``numerator / precision``, and ``where_zero`` where the precision is 0 (an empty site)."""
         nonzero = self.precision != 0
-        return np.where(nonzero, 1.0 / np.where(nonzero, self.precision, 1.0), np.inf)
+        return np.where(nonzero, numerator / np.where(nonzero, self.precision, 1.0), where_zero)
 
     def __len__(self):
         return self.precision.shape[0]

@@ -47,7 +47,7 @@ class Loop:
         """Sweep until converged, the budget is spent or the callback stops; returns converged."""
         engine = self.engine
         previous = engine.elbo_trace[-1] if engine.elbo_trace else None
-        window, gains = [], []
+        window, gains = [], engine.gains
         while self.remaining > 0 and not self.stopped:
             self.remaining -= 1
             start = time.perf_counter()

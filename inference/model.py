@@ -135,7 +135,8 @@ class Model:
             "coarse": bool(engine.coarse),
             "flags": {"accelerator_off": engine.accelerator is None,
                       "accelerator_failures": engine.accelerator_failures,
-                      "accelerator_rest": engine.accelerator_rest, "plain_next": engine.plain_next},
+                      "accelerator_rest": engine.accelerator_rest, "plain_next": engine.plain_next,
+                      "gains": [float(g) for g in engine.gains[-3:]]},
         }
         views = [f.site_view(s) for f, s in zip(self.factors, engine.sites)]
         return FitResult(
@@ -180,6 +181,7 @@ def _restore(engine, init):
     engine.accelerator_failures = int(flags.get("accelerator_failures", 0))
     engine.accelerator_rest = int(flags.get("accelerator_rest", 0))
     engine.plain_next = bool(flags.get("plain_next", False))
+    engine.gains = [float(g) for g in flags.get("gains", [])]
     if engine.accelerator is not None:
         engine.accelerator.set_state(state.get("accelerator", {}))
     for b, block_state in state["block_states"].items():

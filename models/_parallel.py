@@ -1,7 +1,8 @@
 """Running a per-point kernel over blocks of points on several threads.
 
 The compiled kernels are ``nogil`` (:mod:`models._numba`), and every point of
-a per-point kernel (quadrature, site targets) is independent of the others.
+a per-point kernel (the likelihoods' quadrature uses this) is independent of
+the others.
 So a long array splits into one contiguous block per core, each block runs on
 a thread of a shared pool, and the outputs are joined in order: the result is
 identical, bit for bit, to one call on the whole array.  Short arrays run on

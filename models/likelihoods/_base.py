@@ -30,7 +30,6 @@ import numpy as np
 from expfam._validation import as_float
 
 from .._parallel import map_points
-
 from . import _kernels
 from ._checks import as_vector, check_gaussian_marginals, check_same_length, raise_outside_support
 from ._quadrature import DEFAULT_N_POINTS, PREDICT_N_POINTS, PRICE_BELOW, check_n_points, gauss_hermite, ladder
@@ -127,8 +126,8 @@ class Likelihood:
     def initial_latent(self, y):
         """A data-based guess of each ``a_i`` for the first sites, or None to start from empty sites.
 
-        Likelihoods with an exponential link (unbounded curvature) give the
-        guess a GLM's IRLS starts from, e.g. ``log(y + 1/2)`` for counts; the
+        Likelihoods with a GLM link give the guess that IRLS starts from,
+        e.g. ``log(y + 1/2)`` for counts or ``+-log 3`` for logit labels; the
         engine's first sites are then the CVI targets at ``a_i`` with zero
         variance (seed 000, eqs. 15-17), which avoids the overshooting first
         step from the prior.  The default is None.

@@ -66,3 +66,19 @@ def test_resume_with_a_different_model_is_rejected():
                   factors=[glm.GLM(likelihoods.BernoulliLogit(), np.ones((5, 2)), np.ones(5), on="w")])
     with pytest.raises(ValueError, match="init"):
         other.fit(init=fit)
+
+
+def test_resume_keeps_the_history_of_the_remaining_gain_rule(tmp_path):
+    """Stopped one iteration before the estimated remaining gain ends the fit, a resumed fit stops where
+    the uninterrupted one does (the rule needs the last three gains, two of them from before the save)."""
+    model = _logistic_model()
+    tol = 1e-8
+    full = model.fit(tol=tol)
+    assert full.converged and np.diff(full.elbo_trace)[-1] > tol * abs(full.elbo)   # the rule stopped it
+    part = model.fit(max_iter=full.n_iter - 1, tol=tol, warn=False)
+    assert not part.converged
+    path = tmp_path / "part.npz"
+    part.save(path)
+    resumed = model.fit(init=FitResult.load(path), tol=tol)
+    assert resumed.n_iter == full.n_iter and resumed.converged
+    np.testing.assert_allclose(resumed.elbo_trace, full.elbo_trace, rtol=1e-13)
