@@ -34,7 +34,6 @@ from ._registry import register
 from ._validation import as_float, check_positive
 
 
-
 @register
 class DiagonalGaussian(GaussianBaseMeasure, ExponentialFamily):
     """A batch of normals with diagonal covariance ``N(mean, diag(var))``.

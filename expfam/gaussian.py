@@ -39,11 +39,9 @@ import numpy as np
 
 from . import _linalg
 from ._base import ExponentialFamily
-from ._gaussian_measure import GaussianBaseMeasure
+from ._gaussian_measure import _LOG_2PI, GaussianBaseMeasure
 from ._registry import register
 from ._validation import as_float, check_pd
-
-from ._gaussian_measure import _LOG_2PI
 
 
 @register
