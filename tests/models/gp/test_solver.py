@@ -182,12 +182,23 @@ def test_just_invalid_negative_sites_raise():
 
 
 def test_compiled_passes_match_numpy():
-    from models.gp._solver_kernels import scaled_plus_identity, strict_lower_square_sums
+    from scipy.linalg import solve_triangular
+
+    from models.gp._solver_kernels import forward_pass, scaled_plus_identity_lower, transposed_pass
     rng = np.random.default_rng(3)
     K = rng.normal(size=(7, 7))
     s = rng.uniform(0.0, 2.0, 7)
-    np.testing.assert_allclose(scaled_plus_identity(K, s), np.eye(7) + s[:, None] * K * s[None, :], rtol=1e-15)
-    lower = np.tril(K, -1)
-    rows, cols = strict_lower_square_sums(K)
-    np.testing.assert_allclose(rows, (lower ** 2).sum(axis=1), rtol=1e-14)
-    np.testing.assert_allclose(cols, (lower ** 2).sum(axis=0), rtol=1e-14)
+    expected = np.eye(7) + s[:, None] * K * s[None, :]
+    rows, cols = np.tril_indices(7)   # only the lower triangle is written
+    np.testing.assert_allclose(scaled_plus_identity_lower(K, s)[rows, cols], expected[rows, cols], rtol=1e-15)
+
+    L = np.tril(rng.normal(size=(7, 7))) + 3.0 * np.eye(7)
+    garbage = L + np.triu(np.full((7, 7), np.nan), 1)   # the strict upper triangle is never read
+    b = rng.normal(size=7)
+    strict = np.tril(L, -1)
+    row_sums, z = forward_pass(garbage, b)
+    np.testing.assert_allclose(row_sums, (strict ** 2).sum(axis=1), rtol=1e-14)
+    np.testing.assert_allclose(z, solve_triangular(L, b, lower=True), rtol=1e-13)
+    col_sums, x = transposed_pass(garbage, b)
+    np.testing.assert_allclose(col_sums, (strict ** 2).sum(axis=0), rtol=1e-14)
+    np.testing.assert_allclose(x, L.T @ b, rtol=1e-13)
