@@ -4,7 +4,9 @@ Factors on a GP block (:class:`models.Observe`) send per-point 1-D sites
 ``(gamma_i, pi_i)``; the block's conjugate computation is GP regression with
 per-point noise (:func:`models.gp.solver.site_posterior`).  Its KL term is
 ``KL(q || p) = sum_i E_q[log t_i(f_i)] - log Z``, so the ELBO is the site
-formula of DESIGN.md section 4.
+formula of DESIGN.md section 4; the solver evaluates the same number as
+``(m^T K^{-1} m - sum_i pi_i v_i + log|I + S K S|) / 2``, which has no terms
+that grow with the site precisions (accurate at small noise).
 
 Hyperparameters (``learn_hyperparameters=True``) are learned by the engine's
 L-BFGS on the ELBO with the sites re-converged at each trial value
@@ -22,7 +24,6 @@ from expfam._validation import as_float
 from inference import Block
 
 from .._hyper import KernelHyperparameters
-from ..sites import site_kl
 
 from .kernels import Kernel
 from .solver import site_posterior
@@ -126,7 +127,9 @@ class GP(KernelHyperparameters, Block):
         return GPPosterior(self, solved, natural_mean, precision)
 
     def kl(self, q):
-        return site_kl(q.natural_mean, q.precision, q.mean, q.var, q.log_normaliser)
+        # the solver's closed form: equal to the site formula's sum_i E_q[log t_i] - log Z, without
+        # its cancellation of pi-sized terms at small noise (the prior mean shifts both q and p)
+        return q._solved.kl
 
     # ------------------------------------------------------------------ hyperparameters
     def log_normaliser(self, log_params, message):
