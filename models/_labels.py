@@ -23,12 +23,19 @@ def binary_labels(y, name="y"):
     Raises
     ------
     ValueError
-        If ``y`` is not 1-D or does not hold exactly two distinct labels (NaN counts as a label).
+        If ``y`` is not 1-D, holds None or labels that cannot be sorted together, or does not
+        hold exactly two distinct labels (NaN counts as a label).
     """
     y = np.asarray(y)
     if y.ndim != 1:
         raise ValueError(f"{name} must have shape (N,); got shape {y.shape}")
-    classes = np.unique(y)
+    missing = np.array([label is None for label in y.tolist()]) if y.dtype == object else np.zeros(y.shape, bool)
+    if np.any(missing):
+        raise ValueError(f"{name} must hold a label for every point; got None at index {int(np.argmax(missing))}")
+    try:
+        classes = np.unique(y)
+    except TypeError as error:   # labels that cannot be sorted together, e.g. strings and numbers
+        raise ValueError(f"{name} must hold labels of one sortable type; got a mix ({error})") from None
     if classes.shape[0] != 2:
         raise ValueError(f"{name} must hold exactly two classes for binary classification; got "
                          f"{classes.shape[0]}: {classes[:6].tolist()}")

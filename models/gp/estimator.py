@@ -12,6 +12,7 @@ from inference import Model
 from .. import likelihoods
 from .._labels import binary_labels
 from ..observe import Observe
+from .kernels._validation import as_inputs
 from .prior import GP
 
 
@@ -43,7 +44,7 @@ class _GPEstimator:
         """Posterior mean and variance of ``f`` at new inputs, each shape (M,)."""
         if not hasattr(self, "posterior_"):
             raise ValueError(f"this {type(self).__name__} is not fitted yet: call fit(X, y) first")
-        return self.posterior_.predict(X)
+        return self.posterior_.predict(as_inputs(X, "X", self.posterior_.n_features))
 
 
 class GPRegressor(_GPEstimator):

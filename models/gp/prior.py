@@ -26,6 +26,7 @@ from inference import Block
 from .._hyper import KernelHyperparameters
 
 from .kernels import Kernel
+from .kernels._validation import as_inputs
 from .solver import site_posterior
 
 
@@ -54,6 +55,11 @@ class GPPosterior:
     def batch_shape(self):
         return self.mean.shape
 
+    @property
+    def n_features(self):
+        """int: number of input columns ``D`` that :meth:`predict` expects."""
+        return self._prior.X.shape[1]
+
     def predict(self, X_new, full_cov=False):
         """Predictive distribution of ``f`` at new inputs.
 
@@ -71,6 +77,7 @@ class GPPosterior:
             ``full_cov=True`` the covariance, shape (M, M), instead.
         """
         kernel, X = self._prior.kernel, self._prior.X
+        X_new = as_inputs(X_new, "X_new", X.shape[1])
         cross = kernel(X, X_new)
         mean = cross.T @ self._solved.alpha + self._prior.mean_value
         if full_cov:
@@ -102,11 +109,13 @@ class GP(KernelHyperparameters, Block):
     def __init__(self, kernel, X, mean=0.0, learn_hyperparameters=False, hyper_max_iter=100):
         if not isinstance(kernel, Kernel):
             raise ValueError(f"kernel must be a models.gp.kernels.Kernel; got {type(kernel).__name__}")
-        X = as_float(X, "X", ndim_min=1)
-        self.X = X[:, None] if X.ndim == 1 else X
-        if self.X.ndim != 2:
-            raise ValueError(f"X must have shape (N, D) or (N,); got {X.shape}")
-        self.mean_value = float(as_float(mean, "mean"))
+        self.X = as_inputs(X, "X")
+        if self.X.shape[0] == 0:
+            raise ValueError(f"X must hold at least one input point; got shape {self.X.shape}")
+        mean = as_float(mean, "mean")
+        if mean.ndim != 0:
+            raise ValueError(f"mean must be a scalar (a constant prior mean); got an array of shape {mean.shape}")
+        self.mean_value = float(mean)
         self.learns_hyperparameters = bool(learn_hyperparameters)
         self.hyper_max_iter = int(hyper_max_iter)
         self._set_kernel(kernel)

@@ -128,6 +128,21 @@ def test_invalid_arguments_are_named():
         gp.GPRegressor(gp.kernels.RBF()).fit(X, y[:-1])
     with pytest.raises(ValueError, match="kernel"):
         gp.GPRegressor("rbf").fit(X, y)
+    with pytest.raises(ValueError, match="X must hold at least one input point"):
+        gp.GPRegressor(gp.kernels.RBF()).fit(np.zeros((0, 2)), np.zeros(0))
+    with pytest.raises(ValueError, match="y must hold a label for every point; got None at index 0"):
+        gp.GPClassifier(gp.kernels.RBF(), learn_hyperparameters=False).fit(
+            X, np.where(np.arange(len(y)) == 0, None, np.where(y == 1, "a", "b")))
+    with pytest.raises(ValueError, match="y must hold labels of one sortable type"):
+        gp.GPClassifier(gp.kernels.RBF(), learn_hyperparameters=False).fit(
+            X, np.array(["a", 1] * (len(y) // 2), dtype=object))
+    fitted = gp.GPRegressor(gp.kernels.RBF(), learn_hyperparameters=False).fit(X, y)
+    with pytest.raises(ValueError, match=rf"X must have {X.shape[1]} feature column\(s\); got shape \(4, 3\)"):
+        fitted.predict(np.zeros((4, 3)))
+    with pytest.raises(ValueError, match="X must be finite"):
+        fitted.predict(np.full((1, X.shape[1]), np.nan))
+    with pytest.raises(ValueError, match="X_new must have"):
+        fitted.posterior_.predict(np.zeros((4, 3)))
 
 
 def test_classifier_takes_any_two_labels():

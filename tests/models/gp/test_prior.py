@@ -183,3 +183,13 @@ def test_student_t_sites_with_negative_precision_keep_the_posterior_valid():
     assert abs(fit.elbo - optimum) < 1e-6
     np.testing.assert_allclose(fit.posterior["f"].mean, mean, rtol=0, atol=1e-6)
     np.testing.assert_allclose(fit.posterior["f"].var, np.diag(cov), rtol=0, atol=1e-6)
+
+
+def test_invalid_prior_arguments_are_named():
+    kernel = gp.kernels.RBF()
+    with pytest.raises(ValueError, match=r"X must hold at least one input point; got shape \(0, 2\)"):
+        gp.GP(kernel, np.zeros((0, 2)))
+    with pytest.raises(ValueError, match=r"mean must be a scalar \(a constant prior mean\); got an array of shape \(5,\)"):
+        gp.GP(kernel, np.zeros((5, 2)), mean=np.zeros(5))
+    with pytest.raises(ValueError, match="X must be finite"):
+        gp.GP(kernel, np.array([0.0, np.nan]))
