@@ -62,7 +62,7 @@ class Likelihood:
     n_points : int, optional
         Gauss-Hermite points for expectations that have no closed form.
         Default None: the adaptive ladder of :mod:`models.likelihoods._quadrature`
-        (6 points where ``v_i`` is small, up to 160 where it is large);
+        (3 points where ``v_i`` is small, up to 160 where it is large);
         every method also takes ``n_points`` per call.
 
     Attributes

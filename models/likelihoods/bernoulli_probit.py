@@ -45,7 +45,7 @@ class BernoulliProbit(Likelihood):
     Parameters
     ----------
     n_points : int, optional
-        Gauss-Hermite points (default 20).
+        Gauss-Hermite points (default None: the adaptive ladder, 3 to 160 points by the variance).
     """
 
     support = "labels 0 or 1"

@@ -61,7 +61,7 @@ class BinomialLogit(Likelihood):
     n_trials : int or array_like of int, shape (N,)
         Number of trials (>= 1), shared or per data point.
     n_points : int, optional
-        Gauss-Hermite points (default 20).
+        Gauss-Hermite points (default None: the adaptive ladder, 3 to 160 points by the variance).
     """
 
     support = "integer counts between 0 and n_trials"

@@ -63,7 +63,7 @@ class NegativeBinomial(Likelihood):
     total_count : float
         r > 0 (not necessarily an integer); large values approach the Poisson.
     n_points : int, optional
-        Gauss-Hermite points (default 20).
+        Gauss-Hermite points (default None: the adaptive ladder, 3 to 160 points by the variance).
     """
 
     support = "non-negative integer counts"

@@ -69,7 +69,7 @@ class StudentT(Likelihood):
     scale : float
         Scale s > 0 (the standard deviation is s * sqrt(nu / (nu - 2))).
     n_points : int, optional
-        Gauss-Hermite points (default 20).
+        Gauss-Hermite points (default None: the adaptive ladder, 3 to 160 points by the variance).
     """
 
     log_concave = False
