@@ -84,9 +84,6 @@ class GaussianSiteFactor(Factor):
         self._coarse_points = COARSE_POINTS if (coarse and has_quadrature) else None
         return has_quadrature
 
-    _can_start_informed = True
-    """Whether the stored sites are ``(gamma, pi)`` alone, so that they can start from the data."""
-
     def init_sites(self, blocks):
         sites = {self.roles["on"]: self._zero_sites()}
         if self.precision_block is not None:
@@ -98,14 +95,20 @@ class GaussianSiteFactor(Factor):
 
         See :meth:`models.likelihoods.Likelihood.initial_latent`.
         """
-        if self.precision_block is not None or not self._can_start_informed:
+        if self.precision_block is not None:
             return None
         guess = self.likelihood.initial_latent(self.y)
         if guess is None:
             return None
         guess = np.where(np.isnan(guess), 0.0, guess)   # missing points get zero sites anyway
         _, g_m, g_v = self.likelihood._variational_expectations(guess, np.zeros(self.n_data), self.y)
-        return {self.roles["on"]: _site_targets(guess, g_m, g_v)}
+        natural_mean, precision = _site_targets(guess, g_m, g_v)
+        sites = self._informed_form(blocks[self.roles["on"]], natural_mean, precision, g_m)
+        return None if sites is None else {self.roles["on"]: sites}
+
+    def _informed_form(self, block, natural_mean, precision, g_m):
+        """The informed sites in this factor's stored form, or None to start at the prior (default: ``(gamma, pi)``)."""
+        return (natural_mean, precision)
 
     def _zero_sites(self):
         return (np.zeros(self.n_data), np.zeros(self.n_data))

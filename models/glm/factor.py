@@ -25,6 +25,7 @@ from expfam import DiagonalGaussian, Gaussian
 from expfam._validation import as_float
 
 from ..sites import GaussianSiteFactor
+from ._informed import informed_weights
 from ._linalg import gram_and_projection, marginals
 
 
@@ -72,9 +73,16 @@ class GLM(GaussianSiteFactor):
             return X @ q.mean, (X * X) @ q.var
         return marginals(X, q.mean, np.linalg.cholesky(q.cov))
 
-    @property
-    def _can_start_informed(self):
-        return not self.diagonal   # diagonal sites carry a q-dependent third part
+    def _informed_form(self, block, natural_mean, precision, g_m):
+        if not self.diagonal:
+            return (natural_mean, precision)
+        # diagonal sites carry a third part that depends on the mean they were formed at: form
+        # them at the weighted-least-squares weights of the informed sites (an IRLS step, solved
+        # approximately by CG), so that the fit does not start from the prior's mean
+        weights = informed_weights(self.X, natural_mean, precision, block.prior.mean, block.prior.var)
+        if weights is None:
+            return None
+        return self._targets_at(weights, natural_mean, precision, g_m, None)
 
     def _zero_sites(self):
         zeros = (np.zeros(self.n_data), np.zeros(self.n_data))
@@ -83,9 +91,12 @@ class GLM(GaussianSiteFactor):
     def _targets(self, q_block, natural_mean, precision, g_m, index):
         if not self.diagonal:
             return (natural_mean, precision)
+        return self._targets_at(q_block.mean, natural_mean, precision, g_m, index)
+
+    def _targets_at(self, weights, natural_mean, precision, g_m, index):
+        """Diagonal sites formed at the weight mean ``weights`` (D,): ``(gamma, pi, x_i g_m + x_i^2 pi_i w)``."""
         X = self._rows(index)
-        return (natural_mean, precision,
-                X * g_m[:, None] + (X * X) * precision[:, None] * q_block.mean)
+        return (natural_mean, precision, X * g_m[:, None] + (X * X) * precision[:, None] * weights)
 
     def _message(self, sites, index):
         X = self._rows(index)
