@@ -8,20 +8,25 @@ in a minimal representation.  A subclass supplies the pure maths on parameter
 tuples (``sufficient_stats``, ``log_base_measure``, ``log_partition``,
 ``natural_to_mean``, ``mean_to_natural``, ``fisher``, ``is_valid_natural``,
 ``_sample``) and readable constructors.  Everything else -- validation, batch
-shapes, ``logpdf``, ``entropy`` and ``kl`` -- is derived here once, from the
-log-partition:
+and event shapes, ``logpdf``, ``entropy`` and ``kl`` -- is derived here once,
+from the log-partition:
 
 .. math::
 
     H[q] = A(\\lambda) - \\langle \\lambda, \\mu \\rangle - E_q[\\log h(z)], \\qquad
     KL(q \\| p) = A(\\lambda_p) - A(\\lambda_q) - \\langle \\lambda_p - \\lambda_q, \\mu_q \\rangle,
 
-the Bregman divergence of ``A``.
+the Bregman divergence of ``A``.  A family with a closed form free of the
+cancellation in these differences overrides :meth:`ExponentialFamily.entropy`
+or ``_kl``; the checks of ``other`` stay here.  ``logpdf`` is ``-inf`` outside
+the support, which a family declares with :meth:`ExponentialFamily.in_support`.
 """
 
 import numpy as np
 
 from . import _params
+from ._arguments import check_draw, check_kl_other, check_parameter_tuple
+from ._validation import as_float
 
 
 class ExponentialFamily:
@@ -37,12 +42,16 @@ class ExponentialFamily:
         Trailing event dimensions of each natural-parameter part.
     sample_ndim : int
         Dimensions of one draw ``z`` (0 for scalars, 1 for vectors, 2 for matrices).
+    draw_parts : tuple of str
+        Names of the arrays of a draw that is a tuple (Normal-Wishart's
+        ``("mu", "precision")``); empty for draws that are one array.
     """
 
     name = None
     param_names = ()
     event_ndims = ()
     sample_ndim = 0
+    draw_parts = ()
 
     # ------------------------------------------------------------------ pure maths
     @classmethod
@@ -101,6 +110,16 @@ class ExponentialFamily:
         raise NotImplementedError(f"{cls.__name__}.is_valid_natural")
 
     @classmethod
+    def in_support(cls, z):
+        """Whether each draw lies in the support; boolean, shape ``z``'s leading (sample + batch) shape.
+
+        Every point by default; a family with a smaller support overrides this.
+        NaN entries may give either answer: :meth:`logpdf` returns NaN for them.
+        """
+        draw = z[0] if cls.draw_parts else z
+        return np.ones(np.shape(draw)[: np.ndim(draw) - cls.sample_ndim], dtype=bool)
+
+    @classmethod
     def _sample(cls, natural, rng, n):
         """Draw ``n`` samples, shape ``(n,) + batch + event``."""
         raise NotImplementedError(f"{cls.__name__}._sample")
@@ -127,42 +146,7 @@ class ExponentialFamily:
             the parts' shapes disagree, or ``lambda`` is outside the natural
             parameter space; the message names the part.
         """
-        return cls._check_tuple(natural, name, cls.is_valid_natural, "natural parameter space")
-
-    @classmethod
-    def _check_tuple(cls, params, name, valid_fn, space):
-        from ._validation import as_float
-
-        if not isinstance(params, (tuple, list)) or len(params) != len(cls.param_names):
-            raise ValueError(
-                f"{name} for {cls.__name__} must be a tuple of {len(cls.param_names)} arrays "
-                f"({', '.join(cls.param_names)}); got {type(params).__name__}"
-                + (f" of length {len(params)}" if isinstance(params, (tuple, list)) else "")
-            )
-        arrays = tuple(
-            as_float(p, f"{name}[{i}] ({pname})", ndim_min=k)
-            for i, (p, pname, k) in enumerate(zip(params, cls.param_names, cls.event_ndims))
-        )
-        cls._check_shapes(arrays, name)
-        valid = np.asarray(valid_fn(arrays))
-        if not np.all(valid):
-            where = tuple(int(i) for i in np.argwhere(~valid)[0]) if valid.ndim else ()
-            raise ValueError(
-                f"{name} for {cls.__name__} is outside the {space} at batch index {where}: "
-                f"{cls._domain_description()}"
-            )
-        return arrays
-
-    @classmethod
-    def _check_shapes(cls, arrays, name):
-        batch = cls.batch_shape_of(arrays)
-        for i, (arr, k, pname) in enumerate(zip(arrays, cls.event_ndims, cls.param_names)):
-            if tuple(arr.shape[: arr.ndim - k]) != batch:
-                raise ValueError(
-                    f"{name}[{i}] ({pname}) of {cls.__name__} has batch shape "
-                    f"{arr.shape[: arr.ndim - k]}, expected {batch} like {name}[0]"
-                )
-        cls._check_event_shapes(arrays, name)
+        return check_parameter_tuple(cls, natural, name)
 
     @classmethod
     def _check_event_shapes(cls, arrays, name):
@@ -195,11 +179,11 @@ class ExponentialFamily:
     @classmethod
     def from_mean_params(cls, mean):
         """Build a distribution from mean parameters ``mu = E[phi(z)]``."""
-        from ._validation import as_float
-
         if not isinstance(mean, (tuple, list)) or len(mean) != len(cls.param_names):
             raise ValueError(
-                f"mean for {cls.__name__} must be a tuple of {len(cls.param_names)} arrays; got {mean!r}"
+                f"mean for {cls.__name__} must be a tuple of {len(cls.param_names)} arrays; got "
+                + (f"a {type(mean).__name__} of length {len(mean)}" if isinstance(mean, (tuple, list))
+                   else type(mean).__name__)
             )
         mean = tuple(as_float(p, f"mean[{i}]") for i, p in enumerate(mean))
         return cls.from_natural(cls.mean_to_natural(mean))
@@ -236,16 +220,61 @@ class ExponentialFamily:
         """
         return type(self).sufficient_stats(z)
 
+    def in_support_of(self, z):
+        """:meth:`in_support` for draws of this batch (Categorical needs its number of classes)."""
+        return type(self).in_support(z)
+
+    @property
+    def event_shape(self):
+        """Shape of one draw: ``()`` for scalars, ``(D,)``, ``(K,)`` or ``(D, D)``.
+
+        For a draw that is a tuple (:attr:`draw_parts`), a tuple of shapes.
+        """
+        cls = type(self)
+        if cls.sample_ndim == 0:
+            return ()
+        part = cls.event_ndims.index(cls.sample_ndim)
+        return self._natural[part].shape[self._natural[part].ndim - cls.sample_ndim:]
+
+    def _log_density(self, natural, draw, log_partition):
+        """``<lambda, phi(z)> + log h(z) - A``, for draws of the batch ``natural`` describes."""
+        cls = type(self)
+        return cls.inner(natural, self.sufficient_stats_of(draw)) + cls.log_base_measure(draw) - log_partition
+
     def logpdf(self, z):
         """Log density ``log q(z)``; ``z`` has shape ``sample_shape + batch + event``.
 
+        ``-inf`` (without a warning) for points outside the support, as
+        ``scipy.stats`` does; NaN where ``z`` has a NaN entry.
+
         Returns
         -------
-        array, shape ``sample_shape + batch``
+        array, shape ``sample_shape + batch`` (the leading shape of ``z`` broadcast with the batch)
+
+        Raises
+        ------
+        ValueError
+            Naming ``z`` if its shape does not end in :attr:`event_shape` or its
+            leading shape does not broadcast with the batch shape.
         """
         cls = type(self)
-        stats = self.sufficient_stats_of(z)
-        return cls.inner(self._natural, stats) + cls.log_base_measure(z) - self.log_partition_value()
+        parts, events, shape = check_draw(self, z)
+        draw = parts if cls.draw_parts else parts[0]
+        support = np.broadcast_to(self.in_support_of(draw), shape)
+        if np.all(support):
+            return self._log_density(self._natural, draw, self.log_partition_value())
+        missing = np.zeros(shape, dtype=bool)
+        for part, event in zip(parts, events):
+            missing = missing | np.any(np.isnan(part), axis=tuple(range(part.ndim - len(event), part.ndim)))
+        keep = support & ~missing
+        out = np.where(missing, np.nan, -np.inf)
+        if np.any(keep):
+            natural = tuple(np.broadcast_to(p, shape + p.shape[p.ndim - k:])[keep]
+                            for p, k in zip(self._natural, cls.event_ndims))
+            inside = tuple(np.broadcast_to(part, shape + event)[keep] for part, event in zip(parts, events))
+            log_partition = np.broadcast_to(self.log_partition_value(), shape)[keep]
+            out[keep] = self._log_density(natural, inside if cls.draw_parts else inside[0], log_partition)
+        return out
 
     def sample(self, rng, n):
         """Draw ``n`` samples with a ``numpy.random.Generator``; shape ``(n,) + batch + event``."""
@@ -265,12 +294,22 @@ class ExponentialFamily:
         )
 
     def kl(self, other):
-        """``KL(self || other)`` as the Bregman divergence of ``A``; shape ``batch_shape``."""
+        """``KL(self || other)``; shape: the two batch shapes broadcast.
+
+        The Bregman divergence of ``A`` unless the family has a closed form (``_kl``).
+
+        Raises
+        ------
+        ValueError
+            Naming ``other`` if it is not of this family, its event shapes (D or
+            K) differ from this one's, or its batch shape does not broadcast.
+        """
+        check_kl_other(self, other)
+        return self._kl(other)
+
+    def _kl(self, other):
+        """``KL(self || other)`` for a checked ``other``: the Bregman divergence of ``A``."""
         cls = type(self)
-        if not isinstance(other, cls):
-            raise ValueError(
-                f"other must be a {cls.__name__} for kl(); got {type(other).__name__}"
-            )
         diff = _params.tree_sub(other.natural, self._natural)
         return (
             other.log_partition_value()

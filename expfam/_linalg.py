@@ -74,6 +74,29 @@ def is_pd(a):
     return ok
 
 
+def is_symmetric(a, rtol=1e-10):
+    """Whether each matrix of a stack is symmetric to ``rtol`` relative to its largest entry.
+
+    Parameters
+    ----------
+    a : array, shape ``(..., D, D)``
+    rtol : float
+
+    Returns
+    -------
+    bool array, shape ``(...)``; False for a matrix with a NaN entry.
+    """
+    a = np.asarray(a, dtype=float)
+    with np.errstate(invalid="ignore"):
+        return np.all(np.abs(a - np.swapaxes(a, -1, -2))
+                      <= rtol * np.max(np.abs(a), axis=(-2, -1), keepdims=True), axis=(-2, -1))
+
+
+def is_spd(a):
+    """Whether each matrix of a stack is symmetric (:func:`is_symmetric`) and positive definite; shape ``(...)``."""
+    return is_symmetric(a) & is_pd(symmetrise(np.asarray(a, dtype=float)))
+
+
 def cholesky(a, name):
     """Lower Cholesky factors of a stack of positive-definite matrices.
 

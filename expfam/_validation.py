@@ -10,8 +10,26 @@ def _describe(x):
     return f"array of shape {x.shape}"
 
 
-def as_float(x, name, ndim_min=0):
-    """Convert ``x`` to a float64 array and check that it is finite.
+def number(x):
+    """A scalar formatted plainly (``1e-17``, ``-1.0``; never ``np.float64(...)``)."""
+    return repr(np.asarray(x).item())
+
+
+def violation(values, bad):
+    """``"<value> at index <i>"`` for the first entry of ``values`` where ``bad`` holds.
+
+    ``values`` and ``bad`` broadcast; the value is printed plainly, or as a small
+    nested list when ``values`` has event dimensions that ``bad`` lacks.
+    """
+    bad = np.asarray(bad)
+    values = np.asarray(values)
+    index = tuple(int(i) for i in np.argwhere(bad)[0]) if bad.ndim else ()
+    entry = values[index] if values.ndim >= len(index) else values
+    return f"{_describe(entry)} at index {index}"
+
+
+def as_float(x, name, ndim_min=0, finite=True):
+    """Convert ``x`` to a float64 array and check that it is finite (unless ``finite=False``).
 
     Raises
     ------
@@ -25,7 +43,7 @@ def as_float(x, name, ndim_min=0):
         raise ValueError(f"{name} must be a numeric array; got {x!r}") from None
     if arr.ndim < ndim_min:
         raise ValueError(f"{name} must have at least {ndim_min} dimension(s); got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
+    if finite and not np.all(np.isfinite(arr)):
         bad = np.argwhere(~np.isfinite(arr))[0] if arr.ndim else ()
         raise ValueError(
             f"{name} must be finite (no NaN or inf); got a non-finite value at index "
@@ -38,7 +56,7 @@ def check_positive(x, name):
     """Return ``x`` as a finite float array after checking that every entry is > 0."""
     arr = as_float(x, name)
     if np.any(arr <= 0):
-        raise ValueError(f"{name} must be > 0; got {_describe(arr)}")
+        raise ValueError(f"{name} must be > 0; got {violation(arr, arr <= 0)}")
     return arr
 
 
@@ -48,7 +66,7 @@ def check_probability(p, name, open_interval=False):
     bad = (arr <= 0) | (arr >= 1) if open_interval else (arr < 0) | (arr > 1)
     if np.any(bad):
         interval = "(0, 1)" if open_interval else "[0, 1]"
-        raise ValueError(f"{name} must lie in {interval}; got {_describe(arr)}")
+        raise ValueError(f"{name} must lie in {interval}; got {violation(arr, bad)}")
     return arr
 
 
@@ -70,3 +88,55 @@ def check_pd(x, name):
     except np.linalg.LinAlgError:
         raise ValueError(f"{name} must be positive definite; got {_describe(arr)}") from None
     return arr
+
+
+def _smallest_representable(shift, scale):
+    """The smallest float ``x`` with ``scale * (x - shift) > -1`` in float64 arithmetic."""
+    candidate = shift + np.nextafter(-1.0, 0.0) / scale
+    while not scale * (candidate - shift) > -1.0:
+        candidate = np.nextafter(candidate, np.inf)
+    return candidate
+
+
+def natural_from_shape(x, name, natural_name, shift=1.0, scale=1.0, bound_name=None):
+    """The natural parameter ``scale * (x - shift)`` of a shape-like argument, checked to be > -1.
+
+    Shapes, concentrations and degrees of freedom enter the natural parameters
+    as ``x - shift`` (scaled), which must be > -1: ``x > shift - 1 / scale``.
+    A value just above that bound can still round to exactly -1 in float64
+    (``1e-17 - 1 == -1``), a distribution the natural parametrisation cannot
+    hold, so such values are rejected too, with the smallest one it can hold.
+
+    Parameters
+    ----------
+    x : array_like, any shape
+    name : str
+        Argument named in errors.
+    natural_name : str
+        How the natural parameter is written in errors, e.g. ``"shape - 1"``.
+    shift, scale : float
+    bound_name : str, optional
+        How the lower bound ``shift - 1 / scale`` is written in errors (default: its value).
+
+    Returns
+    -------
+    ndarray, same shape as ``x``
+
+    Raises
+    ------
+    ValueError
+        Naming ``name``, the bound and the first offending value with its index.
+    """
+    arr = as_float(x, name)
+    lower = shift - 1.0 / scale
+    outside = ~(arr > lower)
+    if np.any(outside):
+        raise ValueError(f"{name} must be > {bound_name or number(lower)}; got {violation(arr, outside)}")
+    natural = scale * (arr - shift)
+    collapsed = ~(natural > -1.0)
+    if np.any(collapsed):
+        raise ValueError(
+            f"{name} must be at least {number(_smallest_representable(shift, scale))}, the smallest value "
+            f"whose natural parameter {natural_name} is > -1 in float64; got {violation(arr, collapsed)}"
+        )
+    return natural

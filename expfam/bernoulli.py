@@ -15,7 +15,8 @@ with :math:`h(z) = 1` (counting measure).  Every map is written to stay
 finite for any finite logit: softplus as ``logaddexp(0, lambda)``, the
 Fisher information as :math:`\\sigma(\\lambda)\\sigma(-\\lambda)`.  The
 inverse map :math:`\\operatorname{logit}\\mu` is exact up to the rounding of
-:math:`1 - p`, so logits of magnitude 15 round-trip to about 1e-11.
+:math:`1 - p`, so logits of magnitude 15 round-trip to about 1e-11.  ``logpdf``
+is ``-inf`` at any point other than 0 and 1.
 """
 
 import autograd.numpy as anp
@@ -112,6 +113,12 @@ class Bernoulli(ExponentialFamily):
     def is_valid_natural(cls, natural):
         """Every finite logit is valid; shape ``batch``."""
         return np.isfinite(natural[0])
+
+    @classmethod
+    def in_support(cls, z):
+        """``z`` is 0 or 1; shape ``z.shape``."""
+        z = np.asarray(z, dtype=float)
+        return (z == 0.0) | (z == 1.0)
 
     @classmethod
     def _sample(cls, natural, rng, n):

@@ -13,7 +13,10 @@ With :math:`a, b > 0`,
 
 with :math:`h(z) = 1`.  This is the Dirichlet on :math:`(z, 1 - z)` with
 :math:`\\alpha = (a, b)`, so every map (log-partition, mean parameters and
-their inverse, Fisher information) is the Dirichlet one on the stacked pair.
+their inverse, Fisher information), the entropy and the KL divergence (closed
+forms without cancellation, :mod:`expfam.dirichlet`) are the Dirichlet ones on
+the stacked pair.  The support is the open interval :math:`0 < z < 1`; shapes
+far below 1 are held to about :math:`\\epsilon / a` relative (:mod:`expfam.gamma`).
 """
 
 import autograd.numpy as anp
@@ -21,8 +24,8 @@ import numpy as np
 
 from ._base import ExponentialFamily
 from ._registry import register
-from ._validation import check_positive
-from .dirichlet import Dirichlet
+from ._validation import natural_from_shape, number
+from .dirichlet import Dirichlet, entropy_from_concentration, kl_from_natural
 
 
 def _stacked(params, stack=np.stack):
@@ -40,12 +43,14 @@ class Beta(ExponentialFamily):
         First shape, > 0 (the weight of ``log z``).
     b : array_like, shape ``batch``
         Second shape, > 0 (the weight of ``log(1 - z)``); broadcasts with ``a``.
+        Both at least ``2**-53`` (about 1.1e-16), the smallest shape the natural
+        parameters ``a - 1``, ``b - 1`` can hold.
 
     Raises
     ------
     ValueError
-        Naming ``a`` or ``b`` if either is not finite and positive, or if they
-        do not broadcast.
+        Naming ``a`` or ``b`` if either is not finite and positive, is below
+        ``2**-53``, or if they do not broadcast.
 
     Notes
     -----
@@ -59,13 +64,15 @@ class Beta(ExponentialFamily):
     sample_ndim = 0
 
     def __init__(self, a, b):
-        a = check_positive(a, "a")
-        b = check_positive(b, "b")
+        a_minus_one = natural_from_shape(a, "a", "a - 1")
+        b_minus_one = natural_from_shape(b, "b", "b - 1")
         try:
-            a, b = np.broadcast_arrays(a, b)
+            a_minus_one, b_minus_one = (np.array(x) for x in np.broadcast_arrays(a_minus_one, b_minus_one))
         except ValueError:
-            raise ValueError(f"a of shape {a.shape} and b of shape {b.shape} do not broadcast") from None
-        self._natural = Beta.from_natural((a - 1.0, b - 1.0), validate=False).natural
+            raise ValueError(
+                f"a of shape {a_minus_one.shape} and b of shape {b_minus_one.shape} do not broadcast"
+            ) from None
+        self._natural = Beta.from_natural((a_minus_one, b_minus_one), validate=False).natural
         self._mean_params = None
 
     # ------------------------------------------------------------------ pure maths
@@ -107,7 +114,7 @@ class Beta(ExponentialFamily):
         if not np.all(total < 1.0):
             raise ValueError(
                 "mean for Beta must satisfy exp(mean[0]) + exp(mean[1]) < 1, i.e. "
-                f"E[log z] < log E[z] and E[log(1 - z)] < log E[1 - z]; got {np.max(total)!r} at its largest"
+                f"E[log z] < log E[z] and E[log(1 - z)] < log E[1 - z]; got {number(np.max(total))} at its largest"
             )
         natural = Dirichlet.mean_to_natural(stacked)[0]
         return natural[..., 0], natural[..., 1]
@@ -123,6 +130,12 @@ class Beta(ExponentialFamily):
         return (np.asarray(natural[0]) > -1.0) & (np.asarray(natural[1]) > -1.0)
 
     @classmethod
+    def in_support(cls, z):
+        """``0 < z < 1``, shape ``z.shape``."""
+        z = np.asarray(z, dtype=float)
+        return (z > 0.0) & (z < 1.0)
+
+    @classmethod
     def _sample(cls, natural, rng, n):
         a = natural[0] + 1.0
         return rng.beta(a, natural[1] + 1.0, size=(n,) + np.shape(a))
@@ -130,6 +143,15 @@ class Beta(ExponentialFamily):
     @classmethod
     def _domain_description(cls):
         return "natural[0] = a - 1 and natural[1] = b - 1 must both be > -1"
+
+    # ------------------------------------------------------------------ closed forms
+    def entropy(self):
+        """The Dirichlet entropy of ``(a, b)``, shape ``batch_shape``."""
+        return entropy_from_concentration(_stacked(self._natural)[0] + 1.0)
+
+    def _kl(self, other):
+        """The Dirichlet KL divergence of the stacked pairs, shape: the batch shapes broadcast."""
+        return kl_from_natural(_stacked(self._natural)[0], _stacked(other.natural)[0])
 
     # ------------------------------------------------------------------ readable properties
     @property

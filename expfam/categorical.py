@@ -18,7 +18,9 @@ the mean parameters are its softmax, both stable for any finite
 :math:`\\lambda`.  The sufficient statistic is the one-hot encoding of the
 label without its last entry, so it depends on :math:`K`: use
 :meth:`Categorical.sufficient_stats` with ``num_classes`` or the object's
-:meth:`sufficient_stats_of`.
+:meth:`sufficient_stats_of` (and likewise :meth:`Categorical.in_support`).
+``logpdf`` is ``-inf`` at a label that is not an integer in ``0..K-1``;
+``sufficient_stats`` raises for one.
 """
 
 import autograd.numpy as anp
@@ -28,7 +30,7 @@ from scipy import special
 
 from ._base import ExponentialFamily
 from ._registry import register
-from ._validation import as_float
+from ._validation import as_float, number, violation
 
 
 def _with_reference(logits, zeros=np.zeros, concatenate=np.concatenate):
@@ -68,11 +70,13 @@ class Categorical(ExponentialFamily):
         probs = as_float(probs, "probs", ndim_min=1)
         if probs.shape[-1] < 2:
             raise ValueError(f"probs must have K >= 2 classes in its last axis; got shape {probs.shape}")
-        if np.any(probs <= 0) or np.any(probs > 1):
-            raise ValueError(f"probs must lie in (0, 1]; got minimum {np.min(probs)!r} and maximum {np.max(probs)!r}")
+        outside = (probs <= 0) | (probs > 1)
+        if np.any(outside):
+            raise ValueError(f"probs must lie in (0, 1]; got {violation(probs, outside)}")
         total = probs.sum(axis=-1)
-        if np.any(np.abs(total - 1.0) > 1e-8):
-            raise ValueError(f"probs must sum to 1 over the last axis; got sums from {np.min(total)!r} to {np.max(total)!r}")
+        off = np.abs(total - 1.0) > 1e-8
+        if np.any(off):
+            raise ValueError(f"probs must sum to 1 over the last axis; got a sum of {violation(total, off)}")
         log_probs = np.log(probs)
         natural = (log_probs[..., :-1] - log_probs[..., -1:],)
         self._natural = Categorical.from_natural(natural, validate=False).natural
@@ -103,9 +107,21 @@ class Categorical(ExponentialFamily):
             Naming ``z`` if a label is not an integer in ``0..num_classes - 1``.
         """
         z = np.asarray(z)
-        if not np.all((z >= 0) & (z < num_classes) & (z == np.floor(z))):
-            raise ValueError(f"z must hold integer labels in 0..{num_classes - 1}; got {z!r}")
+        valid = cls.in_support(z, num_classes)
+        if not np.all(valid):
+            raise ValueError(f"z must hold integer labels in 0..{num_classes - 1}; got {violation(z, ~valid)}")
         return ((z[..., None] == np.arange(num_classes - 1)).astype(float),)
+
+    @classmethod
+    def in_support(cls, z, num_classes):
+        """Whether each label is an integer in ``0..num_classes - 1``; shape ``z.shape``."""
+        z = np.asarray(z)
+        with np.errstate(invalid="ignore"):
+            return (z >= 0) & (z < num_classes) & (z == np.floor(z))
+
+    def in_support_of(self, z):
+        """:meth:`in_support` with this batch's number of classes."""
+        return type(self).in_support(z, self.num_classes)
 
     def sufficient_stats_of(self, z):
         """One-hot statistics of labels ``z`` (shape ``sample_shape + batch``) for this ``K``."""
@@ -140,7 +156,7 @@ class Categorical(ExponentialFamily):
         if np.any(probs <= 0) or np.any(last <= 0):
             raise ValueError(
                 "mean[0] (p) for Categorical must be > 0 with sum < 1 (the last class's probability "
-                f"1 - sum > 0); got minimum {np.min(probs)!r} and 1 - sum {np.min(last)!r}"
+                f"1 - sum > 0); got minimum {number(np.min(probs))} and 1 - sum {number(np.min(last))}"
             )
         return (np.log(probs) - np.log(last),)
 

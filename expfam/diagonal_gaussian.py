@@ -31,7 +31,7 @@ import numpy as np
 from ._base import ExponentialFamily
 from ._gaussian_measure import GaussianBaseMeasure
 from ._registry import register
-from ._validation import as_float, check_positive
+from ._validation import as_float, check_positive, number
 
 
 @register
@@ -77,7 +77,7 @@ class DiagonalGaussian(GaussianBaseMeasure, ExponentialFamily):
         if np.any(var <= 0):
             raise ValueError(
                 "mean[1] - mean[0]**2 (the variance) must be > 0 for DiagonalGaussian; "
-                f"got minimum {np.min(var)!r}"
+                f"got minimum {number(np.min(var))}"
             )
         return m / var, -0.5 / var
 
@@ -144,10 +144,8 @@ class DiagonalGaussian(GaussianBaseMeasure, ExponentialFamily):
         return cls.from_natural((mean / var, -0.5 / var), validate=False)
 
     # ------------------------------------------------------------------ readable properties
-    def kl(self, other):
+    def _kl(self, other):
         """``KL(self || other)`` in closed form (elementwise Gaussians summed over D), shape ``batch``."""
-        if not isinstance(other, DiagonalGaussian):
-            raise ValueError(f"other must be a DiagonalGaussian for kl(); got {type(other).__name__}")
         ratio = self.var / other.var
         diff = self.mean - other.mean
         return 0.5 * np.sum(ratio + diff * diff / other.var - 1.0 - np.log(ratio), axis=-1)

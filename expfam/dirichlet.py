@@ -20,7 +20,33 @@ Both maps between :math:`\\lambda` and :math:`\\mu` go through
 :math:`\\psi(\\alpha_k) - \\psi(\\alpha_0)` when :math:`\\alpha_k` dominates, the
 inverse one is a vectorised Newton/Chebyshev solve.  Samples are drawn as
 normalised Gamma variates, formed in log space so that tiny concentrations
-do not give 0/0.
+do not give 0/0.  The support is the open simplex: ``logpdf`` is ``-inf`` at
+points with an entry <= 0 or whose entries do not sum to 1 within ``1e-10 K``.
+Concentrations far below 1 are held to about :math:`\\epsilon / \\alpha_k`
+relative, like the Gamma shape (:mod:`expfam.gamma`).
+
+Entropy and KL are closed forms without the cancellation of the generic
+Bregman route, which for :math:`\\alpha_0 = 10^8` loses 7 digits of a KL and can
+return a negative one.  With :math:`E` and the divergence pieces of
+:mod:`expfam._bregman`,
+:math:`H = \\sum_k E(\\alpha_k) - E(\\alpha_0) - (K - 1)\\psi(\\alpha_0)` (the
+:math:`\\alpha` terms of :math:`E` cancel exactly), and the KL, which is
+:math:`\\sum_k D(\\beta_k, \\alpha_k) - D(\\beta_0, \\alpha_0)` with :math:`D` the Bregman
+divergence of :math:`\\log\\Gamma`, is evaluated as
+
+.. math::
+
+    KL(\\alpha \\| \\beta) = \\beta_0 \\sum_k p_k f\\big(\\tfrac{r_k}{p_k}\\big)
+        + \\tfrac12 \\Big(\\sum_k m(t_k) - m(t_0)\\Big)
+        + \\sum_k D_R(\\beta_k, \\alpha_k) - D_R(\\beta_0, \\alpha_0),
+
+with :math:`t_k = \\beta_k / \\alpha_k`, :math:`p = \\alpha / \\alpha_0`,
+:math:`r = \\beta / \\beta_0`: the large :math:`\\alpha f` parts of the :math:`D`
+terms combine exactly into the first sum, whose terms are all non-negative,
+and the rest is of order one.  Measured against mpmath: relative error below
+1e-12 for :math:`\\alpha_0` up to 1e10, up to about :math:`\\epsilon\\sqrt{\\alpha_0}` when
+the two differ only by a common relative change near the rounding of the
+parameters.
 """
 
 import autograd.numpy as anp
@@ -29,9 +55,10 @@ from autograd.scipy.special import gammaln
 from scipy import special
 
 from ._base import ExponentialFamily
+from ._bregman import binet_bregman, entropy_part, log_gap, xlogx_gap
 from ._registry import register
 from ._special import dirichlet_from_mean_log, dirichlet_mean_log
-from ._validation import as_float, check_positive
+from ._validation import as_float, natural_from_shape, number
 
 
 @register
@@ -41,13 +68,14 @@ class Dirichlet(ExponentialFamily):
     Parameters
     ----------
     concentration : array_like, shape ``batch + (K,)``
-        Concentrations ``alpha > 0``, ``K >= 2``.
+        Concentrations ``alpha > 0``, ``K >= 2``; each at least ``2**-53``
+        (about 1.1e-16), the smallest the natural parameter ``alpha - 1`` can hold.
 
     Raises
     ------
     ValueError
-        Naming ``concentration`` if it is not finite and positive or has
-        fewer than two categories.
+        Naming ``concentration`` if it is not finite and positive, has an
+        entry below ``2**-53``, or has fewer than two categories.
 
     Notes
     -----
@@ -61,13 +89,13 @@ class Dirichlet(ExponentialFamily):
     sample_ndim = 1
 
     def __init__(self, concentration):
-        concentration = check_positive(concentration, "concentration")
-        if concentration.ndim < 1 or concentration.shape[-1] < 2:
+        natural = natural_from_shape(concentration, "concentration", "concentration - 1")
+        if natural.ndim < 1 or natural.shape[-1] < 2:
             raise ValueError(
                 "concentration must have shape batch + (K,) with K >= 2; "
-                f"got shape {concentration.shape}"
+                f"got shape {natural.shape}"
             )
-        self._natural = Dirichlet.from_natural((concentration - 1.0,), validate=False).natural
+        self._natural = Dirichlet.from_natural((natural,), validate=False).natural
         self._mean_params = None
 
     # ------------------------------------------------------------------ pure maths
@@ -113,7 +141,7 @@ class Dirichlet(ExponentialFamily):
         if not np.all(total < 1.0):
             raise ValueError(
                 "mean[0] for Dirichlet must satisfy sum(exp(mean[0])) < 1, i.e. E[log z_k] < log E[z_k]; "
-                f"got sum(exp(mean[0])) = {np.max(total)!r} at its largest"
+                f"got sum(exp(mean[0])) = {number(np.max(total))} at its largest"
             )
         return (dirichlet_from_mean_log(mean_log) - 1.0,)
 
@@ -129,6 +157,12 @@ class Dirichlet(ExponentialFamily):
     def is_valid_natural(cls, natural):
         """Every entry of ``natural[0]`` is > -1; shape ``batch``."""
         return np.all(np.asarray(natural[0]) > -1.0, axis=-1)
+
+    @classmethod
+    def in_support(cls, z):
+        """Every ``z_k > 0`` and ``|sum_k z_k - 1| <= 1e-10 K``; shape ``z.shape[:-1]``."""
+        z = np.asarray(z, dtype=float)
+        return np.all(z > 0.0, axis=-1) & (np.abs(z.sum(axis=-1) - 1.0) <= 1e-10 * z.shape[-1])
 
     @classmethod
     def _sample(cls, natural, rng, n):
@@ -152,6 +186,15 @@ class Dirichlet(ExponentialFamily):
     def _domain_description(cls):
         return "natural[0] = concentration - 1 must be > -1 in every entry"
 
+    # ------------------------------------------------------------------ closed forms
+    def entropy(self):
+        """``sum_k E(alpha_k) - E(alpha_0) - (K - 1) psi(alpha_0)`` (module docstring); shape ``batch_shape``."""
+        return entropy_from_concentration(self.concentration)
+
+    def _kl(self, other):
+        """``KL(self || other)`` without the cancellation of the generic route (module docstring)."""
+        return kl_from_natural(self._natural[0], other.natural[0])
+
     # ------------------------------------------------------------------ readable properties
     @property
     def concentration(self):
@@ -170,3 +213,28 @@ class Dirichlet(ExponentialFamily):
         alpha = self.concentration
         total = alpha.sum(axis=-1, keepdims=True)
         return alpha * (total - alpha) / (total ** 2 * (total + 1.0))
+
+
+def entropy_from_concentration(alpha):
+    """Dirichlet entropy for concentrations ``alpha`` of shape ``batch + (K,)``; shape ``batch``."""
+    total = alpha.sum(axis=-1)
+    return (np.sum(entropy_part(alpha), axis=-1) - entropy_part(total)
+            - (alpha.shape[-1] - 1) * special.digamma(total))
+
+
+def kl_from_natural(shifted_q, shifted_p):
+    """``KL(Dir(alpha) || Dir(beta))`` from ``alpha - 1`` and ``beta - 1`` (shapes ``batch + (K,)``, broadcasting).
+
+    The differences ``beta_k - alpha_k`` are taken between the natural
+    parameters, where they are exact for nearby distributions.
+    """
+    shifted_q, shifted_p = np.broadcast_arrays(shifted_q, shifted_p)
+    alpha, beta, diff = shifted_q + 1.0, shifted_p + 1.0, shifted_p - shifted_q
+    alpha0, beta0, diff0 = alpha.sum(axis=-1), beta.sum(axis=-1), diff.sum(axis=-1)
+    t, t_minus_one = beta / alpha, diff / alpha
+    t0, t0_minus_one = beta0 / alpha0, diff0 / alpha0
+    ratio = t / t0[..., None]
+    ratio_minus_one = (t_minus_one - t0_minus_one[..., None]) / t0[..., None]
+    return (t0 * np.sum(alpha * xlogx_gap(ratio, ratio_minus_one), axis=-1)
+            + 0.5 * (np.sum(log_gap(t, t_minus_one), axis=-1) - log_gap(t0, t0_minus_one))
+            + np.sum(binet_bregman(beta, alpha, diff), axis=-1) - binet_bregman(beta0, alpha0, diff0))

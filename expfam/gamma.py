@@ -22,6 +22,32 @@ The inverse map has no closed form: :math:`a` solves
 :math:`b = a / \\mu_2`.  The right-hand side is about :math:`1/(2a)`, so for
 large shapes the mean parameters themselves carry only about
 :math:`2 a \\epsilon |\\mu_1|` relative information about :math:`a`.
+
+Small shapes.  The natural parameter :math:`a - 1` holds a shape far below 1
+only to about :math:`\\epsilon / a` relative (:math:`\\epsilon = 2^{-52}`; at most
+:math:`2^{-54} / a`: 6e-11 at :math:`a = 10^{-6}`, 6e-7 at :math:`10^{-10}`); a shape below
+:math:`2^{-53} \\approx 1.1 \\times 10^{-16}` rounds to :math:`a - 1 = -1` and is
+rejected by the constructor.
+
+Entropy and KL are closed forms without the cancellation of the generic
+Bregman route (which loses about :math:`a \\epsilon` absolute for large shapes).
+With :math:`E(a) = \\log\\Gamma(a) - (a - 1)\\psi(a) + a` (:mod:`expfam._bregman`),
+:math:`H = E(a) - \\log b`, and for :math:`q = (a, b)`, :math:`p = (c, d)`, with
+:math:`t = c / a`, :math:`v = d / b`,
+
+.. math::
+
+    KL(q \\| p) = a v\\, f\\big(\\tfrac{t}{v}\\big) + \\tfrac12 m(t) + D_R(c, a), \\qquad
+    f(s) = s \\log s - s + 1, \\quad m(s) = s - 1 - \\log s,
+
+three non-negative terms (:math:`D_R` the Bregman divergence of Binet's
+function).  This equals :math:`D(c, a) + a(x - \\log(1 + x)) + (a - c)\\log(1 + x)`,
+:math:`x = v - 1`, with :math:`D` the Bregman divergence of :math:`\\log\\Gamma`, but
+its first term holds exactly the part in which the other two cancel when
+shape and rate change together.  Measured against mpmath: relative error below
+1e-12 for shapes up to 1e10, up to about :math:`\\epsilon\\sqrt{a}` when two
+distributions differ only by a common relative change of shape and rate near
+the rounding of the parameters (KL near 1e-20).
 """
 
 import autograd.numpy as anp
@@ -30,9 +56,10 @@ from autograd.scipy.special import gammaln
 from scipy import special
 
 from ._base import ExponentialFamily
+from ._bregman import binet_bregman, entropy_part, log_gap, xlogx_gap
 from ._registry import register
 from ._special import gamma_shape_from_log_gap
-from ._validation import check_positive
+from ._validation import check_positive, natural_from_shape, number
 
 
 @register
@@ -42,15 +69,17 @@ class Gamma(ExponentialFamily):
     Parameters
     ----------
     shape : array_like, shape ``batch``
-        Shapes ``a > 0``.
+        Shapes ``a > 0``; at least ``2**-53`` (about 1.1e-16), the smallest
+        shape the natural parameter ``a - 1`` can hold.  Shapes far below 1 are
+        held to about ``eps / a`` relative (module docstring).
     rate : array_like, shape ``batch``
         Rates ``b > 0`` (scale ``1 / b``); broadcasts with ``shape``.
 
     Raises
     ------
     ValueError
-        Naming ``shape`` or ``rate`` if either is not finite and positive, or
-        if they do not broadcast.
+        Naming ``shape`` or ``rate`` if either is not finite and positive, the
+        shape is below ``2**-53``, or they do not broadcast.
 
     Notes
     -----
@@ -64,15 +93,15 @@ class Gamma(ExponentialFamily):
     sample_ndim = 0
 
     def __init__(self, shape, rate):
-        shape = check_positive(shape, "shape")
+        shape_minus_one = natural_from_shape(shape, "shape", "shape - 1")
         rate = check_positive(rate, "rate")
         try:
-            shape, rate = np.broadcast_arrays(shape, rate)
+            shape_minus_one, rate = (np.array(x) for x in np.broadcast_arrays(shape_minus_one, rate))
         except ValueError:
             raise ValueError(
-                f"shape of shape {shape.shape} and rate of shape {rate.shape} do not broadcast"
+                f"shape of shape {shape_minus_one.shape} and rate of shape {rate.shape} do not broadcast"
             ) from None
-        self._natural = Gamma.from_natural((shape - 1.0, -rate), validate=False).natural
+        self._natural = Gamma.from_natural((shape_minus_one, -rate), validate=False).natural
         self._mean_params = None
 
     # ------------------------------------------------------------------ pure maths
@@ -114,14 +143,14 @@ class Gamma(ExponentialFamily):
         mean_log = np.asarray(mean[0], dtype=float)
         mean_z = np.asarray(mean[1], dtype=float)
         if not np.all(mean_z > 0):
-            raise ValueError(f"mean[1] (E[z]) for Gamma must be > 0; got minimum {np.min(mean_z)!r}")
-        log_gap = np.log(mean_z) - mean_log
-        if not np.all(log_gap > 0):
+            raise ValueError(f"mean[1] (E[z]) for Gamma must be > 0; got minimum {number(np.min(mean_z))}")
+        gap = np.log(mean_z) - mean_log
+        if not np.all(gap > 0):
             raise ValueError(
                 "mean for Gamma must satisfy log(mean[1]) > mean[0], i.e. log E[z] > E[log z]; "
-                f"got log(mean[1]) - mean[0] = {np.min(log_gap)!r} at its smallest"
+                f"got log(mean[1]) - mean[0] = {number(np.min(gap))} at its smallest"
             )
-        shape = gamma_shape_from_log_gap(log_gap)
+        shape = gamma_shape_from_log_gap(gap)
         return shape - 1.0, -shape / mean_z
 
     @classmethod
@@ -141,6 +170,12 @@ class Gamma(ExponentialFamily):
         return (np.asarray(natural[0]) > -1.0) & (np.asarray(natural[1]) < 0.0)
 
     @classmethod
+    def in_support(cls, z):
+        """``0 < z < inf``, shape ``z.shape``."""
+        z = np.asarray(z, dtype=float)
+        return (z > 0.0) & (z < np.inf)
+
+    @classmethod
     def _sample(cls, natural, rng, n):
         shape = natural[0] + 1.0
         return rng.gamma(shape, -1.0 / natural[1], size=(n,) + np.shape(shape))
@@ -148,6 +183,15 @@ class Gamma(ExponentialFamily):
     @classmethod
     def _domain_description(cls):
         return "natural[0] = shape - 1 must be > -1 and natural[1] = -rate must be < 0"
+
+    # ------------------------------------------------------------------ closed forms
+    def entropy(self):
+        """``log Gamma(a) - (a - 1) psi(a) + a - log b`` without cancellation; shape ``batch_shape``."""
+        return entropy_part(self.shape) - np.log(self.rate)
+
+    def _kl(self, other):
+        """``KL(self || other)`` as three non-negative terms (module docstring)."""
+        return kl_from_natural(self._natural, other.natural)
 
     # ------------------------------------------------------------------ readable properties
     @property
@@ -169,3 +213,19 @@ class Gamma(ExponentialFamily):
     def var(self):
         """``Var z = a / b^2``, shape ``batch_shape``."""
         return self.shape / self.rate ** 2
+
+
+def kl_from_natural(natural_q, natural_p):
+    """``KL(q || p)`` between Gamma distributions given by natural parameters (batches broadcast).
+
+    ``a v f(t / v) + m(t) / 2 + D_R(c, a)`` with ``t = c / a``, ``v = d / b``
+    (module docstring); the differences ``c - a`` and ``d - b`` are taken
+    between natural parameters, where they are exact for nearby distributions.
+    """
+    shape_q, shape_p = natural_q[0] + 1.0, natural_p[0] + 1.0
+    shape_diff = natural_p[0] - natural_q[0]
+    rate_q = -natural_q[1]
+    t, t_minus_one = shape_p / shape_q, shape_diff / shape_q
+    v, v_minus_one = natural_p[1] / natural_q[1], (natural_q[1] - natural_p[1]) / rate_q
+    return (shape_q * v * xlogx_gap(t / v, (t_minus_one - v_minus_one) / v)
+            + 0.5 * log_gap(t, t_minus_one) + binet_bregman(shape_p, shape_q, shape_diff))

@@ -116,11 +116,7 @@ class Gaussian(GaussianBaseMeasure, ExponentialFamily):
     def is_valid_natural(cls, natural):
         """``natural[1]`` symmetric and negative definite; shape ``batch``."""
         eta2 = np.asarray(natural[1], dtype=float)
-        symmetric = np.all(
-            np.abs(eta2 - np.swapaxes(eta2, -1, -2))
-            <= 1e-10 * np.max(np.abs(eta2), axis=(-2, -1), keepdims=True),
-            axis=(-2, -1),
-        )
+        symmetric = _linalg.is_symmetric(eta2)
         return symmetric & _linalg.is_pd(-eta2)
 
     @classmethod
@@ -202,7 +198,7 @@ class Gaussian(GaussianBaseMeasure, ExponentialFamily):
         return mean, matrix
 
     # ------------------------------------------------------------------ closed forms
-    def kl(self, other):
+    def _kl(self, other):
         r"""``KL(self || other)`` in closed form from Cholesky factors of the precisions.
 
         .. math:: \tfrac12 [\operatorname{tr}(\Lambda_p V_q) + (m_q - m_p)^T \Lambda_p (m_q - m_p)
@@ -212,8 +208,6 @@ class Gaussian(GaussianBaseMeasure, ExponentialFamily):
         loses everything for a concentrated posterior; this one does not (it is
         tested against the generic route on moderate parameters).
         """
-        if not isinstance(other, Gaussian):
-            raise ValueError(f"other must be a Gaussian for kl(); got {type(other).__name__}")
         chol_q, chol_p = self.precision_cholesky, other.precision_cholesky
         whitened = _linalg.solve_triangular(chol_q, chol_p)             # L_q^{-1} L_p
         trace = np.sum(whitened * whitened, axis=(-2, -1))

@@ -47,7 +47,22 @@ The Fisher information is the autograd Hessian of :math:`A`
 
 Samples are pairs ``(mu, precision)`` of arrays with shapes
 ``(n,) + batch + (D,)`` and ``(n,) + batch + (D, D)``; ``logpdf`` and
-``sufficient_stats`` take the same pairs.
+``sufficient_stats`` take the same pairs, and ``logpdf`` is ``-inf`` where the
+precision is not symmetric positive definite.
+
+Moments.  ``mean`` and ``var`` describe :math:`\\mu`, whose marginal is a
+multivariate Student-t with :math:`\\nu - D + 1` degrees of freedom: by the law
+of total covariance and the inverse-Wishart mean
+:math:`E[\\Lambda^{-1}] = W^{-1} / (\\nu - D - 1)`,
+
+.. math::
+
+    E[\\mu] = m, \\qquad
+    \\operatorname{Cov}(\\mu) = E[(\\beta\\Lambda)^{-1}] = \\frac{W^{-1}}{\\beta(\\nu - D - 1)}
+    \\quad (\\nu > D + 1;\\ \\text{infinite otherwise}).
+
+``expected_precision`` and ``precision_var`` describe :math:`\\Lambda`, a
+Wishart: :math:`E\\Lambda = \\nu W`, :math:`\\operatorname{Var}\\Lambda_{ij} = \\nu(W_{ij}^2 + W_{ii}W_{jj})`.
 """
 
 import autograd.numpy as anp
@@ -57,8 +72,9 @@ from . import _linalg
 from ._autodiff import hessian_of_log_partition
 from ._base import ExponentialFamily
 from ._registry import register
-from ._validation import as_float, check_pd, check_positive
-from .wishart import bartlett_factor, df_from_logdet_gap, expected_logdet, log_normaliser
+from ._validation import as_float, check_pd, check_positive, number
+from .wishart import (bartlett_factor, df_from_logdet_gap, element_variances, expected_logdet, log_normaliser,
+                      natural_df)
 
 _LOG_2PI = np.log(2.0 * np.pi)
 _SCALE_INV = "natural[2] - outer(natural[0], natural[0]) / natural[1] (the inverse scale)"
@@ -92,29 +108,28 @@ class NormalWishart(ExponentialFamily):
     param_names = ("beta * mean", "beta", "inv(scale) + beta * outer(mean, mean)", "df - D")
     event_ndims = (1, 0, 2, 0)
     sample_ndim = 1  # of mu; a draw is the pair (mu, precision)
+    draw_parts = ("mu", "precision")
 
     def __new__(cls, mean, beta, df, scale):
         mean = as_float(mean, "mean", ndim_min=1)
         beta = check_positive(beta, "beta")
-        df = as_float(df, "df")
         scale = check_pd(scale, "scale")
         dim = mean.shape[-1]
         if scale.shape[-1] != dim:
             raise ValueError(f"scale must have shape (..., {dim}, {dim}) to match mean of shape {mean.shape}; got {scale.shape}")
-        if np.any(df <= dim - 1):
-            raise ValueError(f"df must be > D - 1 = {dim - 1}; got minimum {np.min(df)!r}")
+        eta4 = natural_df(df, dim, "df - D", float(dim))
         try:
-            batch = np.broadcast_shapes(mean.shape[:-1], beta.shape, df.shape, scale.shape[:-2])
+            batch = np.broadcast_shapes(mean.shape[:-1], beta.shape, eta4.shape, scale.shape[:-2])
         except ValueError:
             raise ValueError(
-                f"batch shapes of mean {mean.shape[:-1]}, beta {beta.shape}, df {df.shape} and "
+                f"batch shapes of mean {mean.shape[:-1]}, beta {beta.shape}, df {eta4.shape} and "
                 f"scale {scale.shape[:-2]} do not broadcast"
             ) from None
         mean = np.broadcast_to(mean, batch + (dim,))
         beta = np.broadcast_to(beta, batch).copy()
         scale = _linalg.symmetrise(np.broadcast_to(scale, batch + (dim, dim)))
         eta3 = _linalg.pd_inverse(scale, "scale") + beta[..., None, None] * mean[..., :, None] * mean[..., None, :]
-        eta4 = np.broadcast_to(df - dim, batch).copy()
+        eta4 = np.broadcast_to(eta4, batch).copy()
         return cls.from_natural((beta[..., None] * mean, beta, eta3, eta4), validate=False)
 
     def __init__(self, mean, beta, df, scale):
@@ -171,7 +186,7 @@ class NormalWishart(ExponentialFamily):
         if np.any(dim_over_beta <= 0):
             raise ValueError(
                 "mean[1] is not a Normal-Wishart mean: -2 * mean[1] - m^T mean[0] (= D / beta) must be > 0; "
-                f"got minimum {np.min(dim_over_beta)!r}"
+                f"got minimum {number(np.min(dim_over_beta))}"
             )
         beta = dim / dim_over_beta
         gap = 2.0 * half_logdet - _linalg.logdet_from_cholesky(chol)
@@ -190,11 +205,7 @@ class NormalWishart(ExponentialFamily):
         """``beta > 0``, ``df > D - 1``, ``natural[2]`` symmetric and the inverse scale positive definite."""
         eta1, beta, eta3, eta4 = (np.asarray(p, dtype=float) for p in natural)
         positive = beta > 0
-        symmetric = np.all(
-            np.abs(eta3 - np.swapaxes(eta3, -1, -2))
-            <= 1e-10 * np.max(np.abs(eta3), axis=(-2, -1), keepdims=True),
-            axis=(-2, -1),
-        )
+        symmetric = _linalg.is_symmetric(eta3)
         _, _, _, scale_inv = _unpack((eta1, np.where(positive, beta, 1.0), eta3, eta4))
         return positive & (eta4 > -1.0) & symmetric & _linalg.is_pd(scale_inv)
 
@@ -209,13 +220,18 @@ class NormalWishart(ExponentialFamily):
         return m + offset / np.sqrt(beta)[..., None], factor @ np.swapaxes(factor, -1, -2)
 
     @classmethod
+    def in_support(cls, z):
+        """Whether each precision ``z[1]`` is symmetric positive definite; shape ``z[1].shape[:-2]``."""
+        return _linalg.is_spd(z[1])
+
+    @classmethod
     def _check_sample(cls, z):
         if not isinstance(z, (tuple, list)) or len(z) != 2:
             raise ValueError(
                 f"z for {cls.__name__} must be a pair (mu, precision) of arrays; got {type(z).__name__}"
             )
-        mu = as_float(z[0], "z[0] (mu)", ndim_min=1)
-        precision = as_float(z[1], "z[1] (precision)", ndim_min=2)
+        mu = as_float(z[0], "z[0] (mu)", ndim_min=1, finite=False)
+        precision = as_float(z[1], "z[1] (precision)", ndim_min=2, finite=False)
         if precision.shape != mu.shape + mu.shape[-1:]:
             raise ValueError(
                 f"z[1] (precision) must have shape {mu.shape + mu.shape[-1:]} to match z[0] (mu) "
@@ -247,6 +263,25 @@ class NormalWishart(ExponentialFamily):
     def mean(self):
         """Location ``m = E[mu]``, shape ``batch + (D,)``."""
         return self._natural[0] / self._natural[1][..., None]
+
+    @property
+    def event_shape(self):
+        """Shapes of the two arrays of a draw, ``((D,), (D, D))``."""
+        return (self.dim,), (self.dim, self.dim)
+
+    @property
+    def var(self):
+        """``Var mu_i = [W^-1]_ii / (beta (nu - D - 1))``, shape ``batch + (D,)``; inf where ``nu <= D + 1``."""
+        beta, _, df, scale_inv = _unpack(self._natural)
+        excess = df - self.dim - 1.0
+        with np.errstate(divide="ignore"):
+            factor = np.where(excess > 0, 1.0 / (beta * excess), np.inf)
+        return factor[..., None] * np.diagonal(scale_inv, axis1=-2, axis2=-1)
+
+    @property
+    def precision_var(self):
+        """Element variances of the precision, ``nu (W_ij^2 + W_ii W_jj)``, shape ``batch + (D, D)``."""
+        return element_variances(self.df, self.scale)
 
     @property
     def beta(self):

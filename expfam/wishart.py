@@ -38,7 +38,10 @@ to about 1e-13 relative for :math:`\\nu \\le 10^3`.  For large :math:`\\nu` the
 right side is about :math:`-D(D+1)/(2\\nu)`, a small difference of large
 logarithms: float64 mean parameters then fix :math:`\\nu` only to about
 :math:`2 u\\,\\kappa(W)\\,\\nu / (D + 1)` relative (``u`` the unit roundoff).
-The pure functions here are shared with the Normal-Wishart family.
+The element variances (``var``) are :math:`\\operatorname{Var} L_{ij} =
+\\nu (W_{ij}^2 + W_{ii} W_{jj})`, the diagonal of the covariance above.  The
+support is the symmetric positive-definite matrices: ``logpdf`` is ``-inf``
+elsewhere.  The pure functions here are shared with the Normal-Wishart family.
 """
 
 import autograd.numpy as anp
@@ -49,7 +52,7 @@ from scipy.special import digamma, polygamma
 from . import _linalg
 from ._base import ExponentialFamily
 from ._registry import register
-from ._validation import as_float, check_pd
+from ._validation import check_pd, natural_from_shape, number
 
 _LOG_2 = np.log(2.0)
 
@@ -105,7 +108,7 @@ def df_from_logdet_gap(gap, dim, name="mean"):
     if np.any(gap >= 0):
         raise ValueError(
             f"{name} is not the mean of a Wishart: E log|L| - log|E L| must be < 0 "
-            f"(Jensen's inequality); got maximum {np.max(gap)!r}"
+            f"(Jensen's inequality); got maximum {number(np.max(gap))}"
         )
     offset = dim - 1.0
     flat_gap = gap.ravel()
@@ -133,6 +136,32 @@ def df_from_logdet_gap(gap, dim, name="mean"):
         t[active], lo[active], hi[active] = proposal, lo_a, hi_a
         active = active[~done]
     return (offset + np.exp(t)).reshape(gap.shape)
+
+
+def element_variances(df, scale):
+    """``Var L_ij = df (W_ij^2 + W_ii W_jj)`` under ``Wishart(df, W)``.
+
+    Parameters
+    ----------
+    df : array, shape ``batch``
+    scale : array, shape ``batch + (D, D)``
+
+    Returns
+    -------
+    array, shape ``batch + (D, D)``
+    """
+    diagonal = np.diagonal(scale, axis1=-2, axis2=-1)
+    return np.asarray(df)[..., None, None] * (scale * scale + diagonal[..., :, None] * diagonal[..., None, :])
+
+
+def natural_df(df, dim, natural_name, shift):
+    """Validated natural parameter ``(df - shift) / (shift - D + 1)`` of the degrees of freedom.
+
+    ``df`` must exceed ``D - 1``; the Wishart holds ``(df - D - 1) / 2``
+    (``shift = D + 1``), the Normal-Wishart ``df - D`` (``shift = D``).
+    """
+    return natural_from_shape(df, "df", natural_name, shift=shift, scale=1.0 / (shift - dim + 1.0),
+                              bound_name=f"D - 1 = {dim - 1}")
 
 
 def bartlett_factor(df, scale_chol, rng, n):
@@ -175,7 +204,8 @@ class Wishart(ExponentialFamily):
     Notes
     -----
     Natural parameters are ``((df - D - 1)/2, -W^-1 / 2)``; samples have shape
-    ``batch + (D, D)``; ``mean = df * W``.
+    ``batch + (D, D)``; ``mean = df * W`` and ``var`` (element variances) have
+    that shape too.
     """
 
     name = "wishart"
@@ -185,16 +215,14 @@ class Wishart(ExponentialFamily):
 
     def __new__(cls, df, scale):
         scale = check_pd(scale, "scale")
-        df = as_float(df, "df")
         dim = scale.shape[-1]
-        if np.any(df <= dim - 1):
-            raise ValueError(f"df must be > D - 1 = {dim - 1} for {dim}x{dim} scale matrices; got minimum {np.min(df)!r}")
+        eta1 = natural_df(df, dim, "(df - D - 1) / 2", dim + 1.0)
         try:
-            batch = np.broadcast_shapes(df.shape, scale.shape[:-2])
+            batch = np.broadcast_shapes(eta1.shape, scale.shape[:-2])
         except ValueError:
-            raise ValueError(f"batch shapes of df {df.shape} and scale {scale.shape[:-2]} do not broadcast") from None
+            raise ValueError(f"batch shapes of df {eta1.shape} and scale {scale.shape[:-2]} do not broadcast") from None
         scale_inv = _linalg.pd_inverse(_linalg.symmetrise(np.broadcast_to(scale, batch + (dim, dim))), "scale")
-        eta1 = np.broadcast_to(0.5 * (df - dim - 1.0), batch).copy()
+        eta1 = np.broadcast_to(eta1, batch).copy()
         return cls.from_natural((eta1, -0.5 * scale_inv), validate=False)
 
     def __init__(self, df, scale):
@@ -263,12 +291,13 @@ class Wishart(ExponentialFamily):
     def is_valid_natural(cls, natural):
         """``natural[0] > -1`` (df > D - 1) and ``natural[1]`` symmetric negative definite."""
         eta1, eta2 = (np.asarray(p, dtype=float) for p in natural)
-        symmetric = np.all(
-            np.abs(eta2 - np.swapaxes(eta2, -1, -2))
-            <= 1e-10 * np.max(np.abs(eta2), axis=(-2, -1), keepdims=True),
-            axis=(-2, -1),
-        )
+        symmetric = _linalg.is_symmetric(eta2)
         return (eta1 > -1.0) & symmetric & _linalg.is_pd(-eta2)
+
+    @classmethod
+    def in_support(cls, z):
+        """Whether each matrix is symmetric positive definite; shape ``z.shape[:-2]``."""
+        return _linalg.is_spd(z)
 
     @classmethod
     def _sample(cls, natural, rng, n):
@@ -307,6 +336,11 @@ class Wishart(ExponentialFamily):
     def mean(self):
         """``E[L] = df * W``, shape ``batch + (D, D)``."""
         return self.mean_params[1]
+
+    @property
+    def var(self):
+        """Element variances ``Var L_ij = df (W_ij^2 + W_ii W_jj)``, shape ``batch + (D, D)``."""
+        return element_variances(self.df, self.scale)
 
     @property
     def expected_logdet(self):

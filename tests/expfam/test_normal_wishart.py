@@ -123,3 +123,26 @@ def test_samples_are_pairs_that_logpdf_and_sufficient_stats_accept():
     assert [s.shape for s in stats] == [(4, 3, 2), (4, 3), (4, 3, 2, 2), (4, 3)]
     with pytest.raises(ValueError, match="z"):
         q.logpdf(mu)
+
+
+def test_var_of_mu_and_of_the_precision_match_monte_carlo():
+    """``Var mu = diag(W^-1) / (beta (nu - D - 1))`` (the Student-t marginal) and the Wishart
+    element variances of the precision, against sample variances within 5 standard errors.
+    ``nu = D + 12`` keeps the fourth moments of ``mu`` finite, so the standard error is too."""
+    rng = np.random.default_rng(43)
+    scale, _ = random_spd(rng, 3, (2,), 1.0)
+    q = NormalWishart(rng.normal(size=(2, 3)), [0.5, 3.0], [15.0, 40.0], scale)
+    assert q.var.shape == (2, 3) and q.precision_var.shape == (2, 3, 3)
+    mu, precision = q.sample(rng, 60000)
+    _assert_within_monte_carlo((mu - q.mean) ** 2, q.var)
+    _assert_within_monte_carlo((precision - q.expected_precision) ** 2, q.precision_var)
+    np.testing.assert_allclose(q.precision_var, Wishart(q.df, q.scale).var, rtol=1e-12)
+    np.testing.assert_allclose(
+        q.var, np.diagonal(np.linalg.inv(q.scale), axis1=-2, axis2=-1) / (q.beta * (q.df - 4.0))[:, None], rtol=1e-12)
+
+
+def test_var_of_mu_is_infinite_without_a_second_moment():
+    """The Student-t marginal of ``mu`` has ``nu - D + 1`` degrees of freedom: no variance for ``nu <= D + 1``."""
+    q = NormalWishart(np.zeros(2), 1.0, [1.5, 3.0, 3.5], np.eye(2))
+    assert np.all(np.isinf(q.var[:2])) and np.all(np.isfinite(q.var[2]))
+    np.testing.assert_allclose(q.var[2], 1.0 / 0.5, rtol=1e-14)

@@ -98,3 +98,18 @@ def test_properties_and_constructor_broadcast():
     np.testing.assert_allclose(q.mean, np.array([3.0, 7.0])[:, None, None] * scale, rtol=1e-12, atol=1e-14)
     expected_logdet = [_logdet_gap(df, 2) + np.linalg.slogdet(df * scale)[1] for df in (3.0, 7.0)]
     np.testing.assert_allclose(q.expected_logdet, expected_logdet, rtol=1e-12)
+
+
+def test_var_is_the_diagonal_of_the_fisher_block_and_matches_monte_carlo():
+    """``Var L_ij = df (W_ij^2 + W_ii W_jj)``: the vec(L) diagonal of the closed-form covariance
+    (itself checked against the autograd Hessian above), and sample variances within 5 standard errors."""
+    rng = np.random.default_rng(35)
+    scale, _ = random_spd(rng, 3, (2,), 1.0)
+    q = Wishart([4.5, 20.0], scale)
+    assert q.var.shape == (2, 3, 3)
+    fisher_diagonal = np.diagonal(Wishart.fisher(q.natural), axis1=-2, axis2=-1)[:, 1:].reshape(2, 3, 3)
+    np.testing.assert_allclose(q.var, fisher_diagonal, rtol=1e-12)
+    draws = q.sample(rng, 40000)
+    squares = (draws - q.mean) ** 2
+    standard_error = squares.std(axis=0) / np.sqrt(squares.shape[0])
+    np.testing.assert_array_less(np.abs(squares.mean(axis=0) - q.var), 5 * standard_error)

@@ -52,8 +52,9 @@ _INVALID = [
     (lambda: Categorical.from_natural(([np.inf],)), "natural[0]"),
     (lambda: Categorical.from_natural((1.0,)), "natural[0]"),
     (lambda: Categorical.from_mean_params(([0.6, 0.5],)), "mean"),
-    (lambda: Categorical([0.2, 0.8]).logpdf([2]), "z"),
-    (lambda: Categorical([0.2, 0.8]).logpdf([0.5]), "z"),
+    (lambda: Categorical.sufficient_stats([2], 2), "z"),
+    (lambda: Categorical.sufficient_stats([0.5], 2), "z"),
+    (lambda: Categorical([[0.2, 0.8], [0.5, 0.5]]).logpdf([0, 1, 1]), "z"),
 ]
 
 register_case(FamilyCase(

@@ -82,7 +82,8 @@ _INVALID = [
     (lambda: Wishart.from_natural((0.0, 0.5 * np.eye(2))), "natural[1]"),
     (lambda: Wishart.from_natural((np.zeros(3), -0.5 * np.eye(2))), "natural[1]"),
     (lambda: Wishart.from_mean_params((10.0, np.eye(2))), "mean[0]"),
-    (lambda: Wishart(3.0, np.eye(2)).logpdf(_NOT_PD), "z"),
+    (lambda: Wishart.sufficient_stats(_NOT_PD), "z"),
+    (lambda: Wishart(3.0, np.eye(2)).logpdf(np.eye(3)), "z"),
 ]
 
 register_case(FamilyCase(
