@@ -14,7 +14,7 @@ measurement update and the log-normaliser increment are
     \log Z_t = -\tfrac12 \log(1 + \pi S)
                 + \frac{\gamma^2 S + 2 \gamma \mu - \pi \mu^2}{2 (1 + \pi S)},
 
-valid whenever ``1 + pi S > 0`` (``pi`` may be negative).  Right after
+algebraic identities whenever ``1 + pi S != 0`` (``pi`` may be negative).  Right after
 predicting ``(mp_{t+1}, Pp_{t+1})`` from the filtered ``(m_t, P_t)`` the
 filter also writes the backward conditional of the prior-times-sites chain,
 
@@ -33,6 +33,23 @@ backward pass is the affine recursion
     m^s_t = G_t m^s_{t+1} + b_t, \qquad
     P^s_t = G_t P^s_{t+1} G_t^T + C_t, \qquad
     Cov(x_{t+1}, x_t | all) = P^s_{t+1} G_t^T.
+
+**Validity.**  The backward conditionals factorise the posterior as
+``q(x) = q_f(x_{T-1}) prod_{t < T-1} q(x_t | x_{t+1})``, so its precision
+is ``U^T D U`` with ``U`` unit block-triangular and
+``D = blockdiag(C_0^{-1}, ..., C_{T-2}^{-1}, P_{T-1}^{-1})``: by Sylvester's
+law of inertia the posterior is valid exactly when every ``C_t`` and the
+last filtered covariance ``P_{T-1}`` are positive (semi-)definite.  ``C_t``
+depends only on the sites up to ``t``, so the first ``t`` that fails is the
+first step whose sites make the posterior invalid whatever the later ones.
+While every factor ``1 + pi S`` is positive the filtered covariances are
+positive definite, hence so are the ``C_t``, and nothing is tested (the path
+of log-concave sites); once a factor has been negative the filter carries on
+with indefinite filtered covariances (an indefinite ``L D L^T`` gives the
+gain) and tests every later ``C_t`` and ``P_{T-1}``, which costs one small
+factorisation per step.  The product of the factors is
+``det(I + K Pi) > 0`` for a valid posterior, so ``log Z`` takes ``log|.|``.
+It fails only where a factor is zero or a predicted covariance singular.
 
 Solving for the gain in the forward pass keeps it off both passes' critical
 dependency chains (the filter's runs through ``P``, the smoother's through
@@ -61,31 +78,56 @@ from ._small import _affine, _copy_into, _fresh, _ldl, _ldl_solve, _set
 STATUS_OK = 0
 """Every step succeeded."""
 STATUS_INVALID_SITE = 1
-"""``1 + pi_t S_t <= 0`` (or not finite) at the reported step."""
+"""The sites make the posterior invalid: sites ``0..t`` already do, whatever the later ones, at the
+reported step ``t`` (or ``1 + pi_t S_t`` is zero or not finite there)."""
 STATUS_SINGULAR_PREDICTION = 2
-"""The predicted covariance of the reported step is not positive definite."""
+"""The predicted covariance of the reported step is singular."""
+
+PSD_RTOL = 1e-10
+"""Relative tolerance of the semi-definiteness tests (rounding of covariances that are exactly singular)."""
+
+
+@numba.jit(inline="always", **NUMBA_OPTIONS)
+def _psd_up_to_rounding(M, scale, shifted, F, inv_pivots, dims):
+    """Whether ``M + PSD_RTOL diag(|scale_ii|)`` is positive definite (flat ``d * d`` work variables).
+
+    ``scale`` is the covariance ``M`` was computed from: the shift accepts
+    the rounding error of a matrix that is exactly singular (``Q_t = 0``),
+    per state component.  Returns ``(shifted, F, inv_pivots, ok)``.
+    """
+    d = len(dims)
+    for i in range(d):
+        for j in range(d):
+            shifted = _set(shifted, i * d + j, M[i * d + j])
+        shifted = _set(shifted, i * d + i, M[i * d + i] + PSD_RTOL * abs(scale[i * d + i]) + 1e-300)
+    F, inv_pivots, ok = _ldl(shifted, F, inv_pivots, False, dims)
+    return shifted, F, inv_pivots, ok
+
 
 @numba.jit(**NUMBA_OPTIONS)
 def _filter(gamma, pi, H, A, Q, m0, P0, keep, means, covs, pred_means, pred_covs, gains, offsets, cond_covs,
             last_mean, last_cov, a_pred_mean, a_pred_var, dims, zeros, zz):
-    """Forward pass: filtered moments, ``log Z`` and the backward conditionals for the smoother.
+    """Forward pass: filtered moments, ``log Z``, the backward conditionals for the smoother and validity.
 
     After predicting ``(mp_{t+1}, Pp_{t+1})`` from the filtered ``(m_t, P_t)``
     it writes the backward conditional ``x_t | x_{t+1} ~ N(G_t x_{t+1} + b_t, C_t)``
     (module notes) to ``gains`` (T, d, d), ``offsets`` (T, d) and
     ``cond_covs`` (T, d, d) for ``t < T - 1``, and at the end the filtered
     moments of the last step to ``last_mean`` (d,), ``last_cov`` (d, d).  If
-    ``keep`` it also fills the filtered ``means`` (T, d), ``covs`` (T, d, d)
-    and predicted ``pred_means``, ``pred_covs`` (moments given sites ``< t``);
-    otherwise those four arrays are not touched (they may be dummies).  The
-    predictive moments of ``a_t`` go to ``a_pred_mean``, ``a_pred_var`` (T,),
-    all of them if ``keep``, otherwise only at a failing step.
+    ``keep`` it also fills the filtered ``means`` (T, d), ``covs`` (T, d, d),
+    predicted ``pred_means``, ``pred_covs`` (moments given sites ``< t``) and
+    the predictive moments of ``a_t``, ``a_pred_mean``, ``a_pred_var`` (T,);
+    otherwise those six arrays are not touched (they may be dummies).
     ``dims, zeros, zz`` come from :func:`work_for`.
 
+    Validity (module notes): once a factor ``1 + pi S`` has been negative,
+    every later ``C_t`` and the last filtered covariance must be positive
+    semi-definite (up to rounding) and every predicted covariance invertible.
+
     Returns ``(log Z, status, failed step, singular step)``: the first two
-    describe the filter (``log Z`` is NaN and the step >= 0 if a site is
-    invalid); ``singular step`` is the first ``t`` whose predicted covariance
-    is not positive definite (the smoother gain is undefined there), else -1.
+    describe the filter (``log Z`` is NaN and the step >= 0 if it failed);
+    ``singular step`` is the first ``t`` whose predicted covariance is
+    singular (the smoother gain is undefined there), else -1.
     """
     d = len(dims)
     T = gamma.shape[0]
@@ -100,15 +142,16 @@ def _filter(gamma, pi, H, A, Q, m0, P0, keep, means, covs, pred_means, pred_covs
         for j in range(d):
             Pp = _set(Pp, i * d + j, P0[i, j])
     log_z = 0.0
-    det = 1.0       # running product of (1 + pi S); its log is moved into log_z now and then
+    det = 1.0       # running product of (1 + pi S); its log|.| is moved into log_z now and then
     singular = -1
+    indefinite = False  # a factor 1 + pi S has been negative: filtered covariances may be indefinite
     for t in range(T):
         if t > 0:
             ia = sA * t
             iq = sQ * t
             mp, AP, Pp = _affine(A, ia, m, P, no_shift, 0, Q, iq, mp, AP, Pp, dims)
             # backward conditional of step t-1: G^T = Pp^{-1} A P, b = m - G mp, C = P - G A P
-            F, inv_pivots, ok = _ldl(Pp, F, inv_pivots, dims)
+            F, inv_pivots, ok = _ldl(Pp, F, inv_pivots, indefinite, dims)
             if ok:
                 gain_t = _ldl_solve(F, inv_pivots, _copy_into(gain_t, AP), dims)
                 for i in range(d):
@@ -123,6 +166,15 @@ def _filter(gamma, pi, H, A, Q, m0, P0, keep, means, covs, pred_means, pred_covs
                             acc -= gain_t[k * d + i] * AP[k * d + j]
                         cond_covs[t - 1, i, j] = acc
                         cond_covs[t - 1, j, i] = acc
+                if indefinite:
+                    for i in range(d):
+                        for j in range(d):
+                            gain_t = _set(gain_t, i * d + j, cond_covs[t - 1, i, j])
+                    AP, F, inv_pivots, ok = _psd_up_to_rounding(gain_t, P, AP, F, inv_pivots, dims)
+                    if not ok:
+                        return math.nan, STATUS_INVALID_SITE, t - 1, singular
+            elif indefinite:
+                return math.nan, STATUS_SINGULAR_PREDICTION, t, t
             elif singular < 0:
                 singular = t
         ih = sH * t
@@ -141,10 +193,10 @@ def _filter(gamma, pi, H, A, Q, m0, P0, keep, means, covs, pred_means, pred_covs
         g = gamma[t]
         p = pi[t]
         denom = 1.0 + p * S
-        if not (denom > 0.0 and denom < math.inf):
-            a_pred_mean[t] = mu
-            a_pred_var[t] = S
-            return math.nan, STATUS_INVALID_SITE, t, singular
+        if not denom > 0.0:
+            if not -math.inf < denom < 0.0:
+                return math.nan, STATUS_INVALID_SITE, t, singular
+            indefinite = True
         inv = 1.0 / denom
         c_mean = (g - p * mu) * inv
         c_cov = p * inv
@@ -163,10 +215,14 @@ def _filter(gamma, pi, H, A, Q, m0, P0, keep, means, covs, pred_means, pred_covs
                     covs[t, i, j] = P[i * d + j]
         log_z += 0.5 * (g * g * S + 2.0 * g * mu - p * mu * mu) * inv
         det *= denom
-        if not 1e-100 < det < 1e100:
-            log_z -= 0.5 * math.log(det)
+        if not 1e-100 < abs(det) < 1e100:
+            log_z -= 0.5 * math.log(abs(det))
             det = 1.0
-    log_z -= 0.5 * math.log(det)
+    if indefinite:
+        AP, F, inv_pivots, ok = _psd_up_to_rounding(P, P, AP, F, inv_pivots, dims)
+        if not ok:
+            return math.nan, STATUS_INVALID_SITE, T - 1, singular
+    log_z -= 0.5 * math.log(abs(det))
     for i in range(d):
         last_mean[i] = m[i]
         for j in range(d):
@@ -251,7 +307,71 @@ def _first_not_psd(M, rtol, floor, dims, zeros, zz):
                 if abs(M[s, i, j] - M[s, j, i]) > tol:
                     return s
                 shifted = _set(shifted, i * d + j, M[s, i, j] + (tol + 1e-300 if i == j else 0.0))
-        F, inv_pivots, ok = _ldl(shifted, F, inv_pivots, dims)
+        F, inv_pivots, ok = _ldl(shifted, F, inv_pivots, False, dims)
         if not ok:
             return s
+    return -1
+
+
+@numba.jit(**NUMBA_OPTIONS)
+def _prior_gradients(pred_means, pred_covs, filt_covs, means, covs, A, grad_mean0, grad_covs, grad_A, dims):
+    """Derivatives of ``log Z`` with respect to the prior's matrices, from one filter-smoother pass.
+
+    With ``lam_t = Pp_t^{-1} (m_t - mp_t)`` and ``N_t = Pp_t^{-1} (Pp_t - V_t) Pp_t^{-1}``
+    (predicted ``mp``, ``Pp`` (T, d) and (T, d, d), smoothed ``m``, ``V``),
+    writes ``grad_covs[t] = (lam_t lam_t^T - N_t) / 2`` (T, d, d): ``d log Z / dP_0``
+    at ``t = 0``, ``d log Z / dQ_t`` after; ``grad_A[t] = lam_t m_{t-1}^T - N_t A_t P_{t-1}``
+    (T, d, d; ``t = 0`` untouched) with the filtered ``P`` = ``filt_covs``;
+    ``grad_mean0 = lam_0`` (d,).  ``A`` is a (1 or T, d, d) stack.  Returns the
+    first step whose ``Pp_t`` is singular, else -1.
+    """
+    d = len(dims)
+    T = means.shape[0]
+    sA = 1 if A.shape[0] > 1 else 0
+    Pp, F, inv, inv_pivots = np.empty(d * d), np.empty(d * d), np.empty(d * d), np.empty(d)
+    lam, diff, N, AP = np.empty(d), np.empty(d * d), np.empty(d * d), np.empty(d * d)
+    for t in range(T):
+        for i in range(d):
+            for j in range(d):
+                Pp[i * d + j] = pred_covs[t, i, j]
+                inv[i * d + j] = 1.0 if i == j else 0.0
+        F, inv_pivots, ok = _ldl(Pp, F, inv_pivots, True, dims)
+        if not ok:
+            return t
+        inv = _ldl_solve(F, inv_pivots, inv, dims)
+        for i in range(d):
+            acc = 0.0
+            for k in range(d):
+                acc += inv[i * d + k] * (means[t, k] - pred_means[t, k])
+            lam[i] = acc
+            for j in range(d):          # diff = Pp^{-1} (Pp - V)
+                acc = 0.0
+                for k in range(d):
+                    acc += inv[i * d + k] * (pred_covs[t, k, j] - covs[t, k, j])
+                diff[i * d + j] = acc
+        for i in range(d):
+            for j in range(i, d):       # N = diff Pp^{-1}, symmetric
+                acc = 0.0
+                for k in range(d):
+                    acc += 0.5 * (diff[i * d + k] * inv[k * d + j] + diff[j * d + k] * inv[k * d + i])
+                N[i * d + j] = acc
+                N[j * d + i] = acc
+                grad_covs[t, i, j] = grad_covs[t, j, i] = 0.5 * (lam[i] * lam[j] - acc)
+        if t == 0:
+            for i in range(d):
+                grad_mean0[i] = lam[i]
+            continue
+        ia = sA * t
+        for i in range(d):
+            for j in range(d):
+                acc = 0.0
+                for k in range(d):
+                    acc += A[ia, i, k] * filt_covs[t - 1, k, j]
+                AP[i * d + j] = acc
+        for i in range(d):
+            for j in range(d):
+                acc = lam[i] * means[t - 1, j]
+                for k in range(d):
+                    acc -= N[i * d + k] * AP[k * d + j]
+                grad_A[t, i, j] = acc
     return -1

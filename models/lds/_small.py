@@ -20,6 +20,8 @@ writes and ``_fresh(x)`` makes an independent work variable.
 Everything here is inlined into the time loops.
 """
 
+import math
+
 import numba
 import numpy as np
 from numba.core import types
@@ -85,14 +87,16 @@ def _copy_into(dst, src):
 
 
 @numba.jit(inline="always", **NUMBA_OPTIONS)
-def _ldl(M, F, inv_pivots, dims):
+def _ldl(M, F, inv_pivots, indefinite, dims):
     """``L D L^T`` factorisation of the symmetric flat ``d * d`` matrix ``M`` into ``F`` (lower triangle read).
 
     Square-root free (one division per pivot), which matters at small ``d``
     where it runs once per time step.  Returns ``(F, inv_pivots, ok)``: the
     strict lower triangle of ``F`` holds the unit factor ``L``, its strict
     upper triangle ``(L D)^T``; ``inv_pivots`` (d) holds ``1 / D``; ``ok`` is
-    False if a pivot is not positive (``M`` not positive definite).
+    False if a pivot is not positive (``M`` not positive definite), or, if
+    ``indefinite``, only if a pivot is zero or not finite (no pivoting: a
+    symmetric indefinite ``M`` whose leading minors are all nonzero).
     """
     d = len(dims)
     F = _copy_into(F, M)
@@ -100,7 +104,7 @@ def _ldl(M, F, inv_pivots, dims):
         s = F[j * d + j]
         for k in range(j):
             s -= F[j * d + k] * F[k * d + j]
-        if not s > 0.0:
+        if not s > 0.0 and not (indefinite and -math.inf < s < 0.0):
             return F, inv_pivots, False
         inv = 1.0 / s
         inv_pivots = _set(inv_pivots, j, inv)

@@ -11,9 +11,9 @@ and Fisher's identity gives
 
 where ``q_theta`` is the smoothed (pseudo-)posterior at ``theta`` and
 ``Q(theta', theta) = E_{q_theta}[log p_theta'(x)]`` is EM's expected complete
-log prior.  For the linear-Gaussian prior it needs only the smoothed means
-``m_t``, covariances ``V_t`` and lag-one cross-covariances
-``C_t = Cov(x_t, x_{t-1})``:
+log prior (:func:`expected_log_prior`).  For the linear-Gaussian prior, with
+smoothed means ``m_t``, covariances ``V_t`` and lag-one cross-covariances
+``C_t = Cov(x_t, x_{t-1})``,
 
 .. math::
 
@@ -25,15 +25,48 @@ log prior.  For the linear-Gaussian prior it needs only the smoothed means
 
 with ``S11_t = E[x_t x_t^T]``, ``S10_t = E[x_t x_{t-1}^T] = C_t + m_t m_{t-1}^T``
 and ``S00_t = E[x_{t-1} x_{t-1}^T]`` (``m0bar``, ``P0`` the prior's initial
-moments).  ``Q`` is written with ``autograd.numpy`` and vectorised over time,
-so ``autograd.grad`` of it is the gradient of ``log Z``.
+moments).
+
+**The gradient without** ``Q_t^{-1}``.  Differentiating ``Q`` needs
+``Q_t^{-1}``, which does not exist for tied times or a constant or periodic
+part of a kernel (``Q_t = 0``), and for a short gap multiplies the rounding
+error of ``M_t`` (a difference of second moments of size ``Pinf``) by
+``|Q_t^{-1}|``.  But ``q_t = x_t - A_t x_{t-1}`` only enters through
+``Q_t^{-1} q_t``, and the RTS smoother gives its posterior moments without
+``Q_t^{-1}``: with the predicted moments ``mp_t``, ``Pp_t`` (``mp_0 = m0bar``,
+``Pp_0 = P_0``), the filtered covariance ``P_t``, the gain
+``G_{t-1} = P_{t-1} A_t^T Pp_t^{-1}`` and ``I - A_t G_{t-1} = Q_t Pp_t^{-1}``,
+
+.. math::
+
+    \\lambda_t = Pp_t^{-1} (m_t - mp_t) = E_q[Q_t^{-1} q_t], \\qquad
+    N_t = Pp_t^{-1} (Pp_t - V_t) Pp_t^{-1} = Q_t^{-1} - Q_t^{-1} Cov_q(q_t) Q_t^{-1},
+
+    Q_t^{-1} Cov_q(q_t, x_{t-1}) = -N_t A_t P_{t-1}
+
+(``lambda_t``, ``N_t`` are the disturbance smoother's ``r``, ``N`` of Koopman
+and Shephard's exact score, 1992), so the derivatives of ``log Z`` with
+respect to the matrices of the prior are
+
+.. math::
+
+    \\frac{\\partial \\log Z}{\\partial Q_t} = \\tfrac12 (\\lambda_t \\lambda_t^T - N_t), \\quad
+    \\frac{\\partial \\log Z}{\\partial A_t} = \\lambda_t m_{t-1}^T - N_t A_t P_{t-1}, \\quad
+    \\frac{\\partial \\log Z}{\\partial P_0} = \\tfrac12 (\\lambda_0 \\lambda_0^T - N_0), \\quad
+    \\frac{\\partial \\log Z}{\\partial \\bar m_0} = \\lambda_0,
+
+and one reverse pass of ``autograd`` through ``build(theta)`` contracts them
+with the derivatives of the matrices.  These are exact and continuous in
+``Q_t``, so singular ``Q_t`` are fine; only ``Pp_t`` is inverted (it is
+invertible wherever the smoother runs).
 """
 
 import autograd
 import autograd.numpy as anp
 import numpy as np
 
-from .smoother import kalman_smoother
+from . import _kernels
+from .smoother import _filter_and_smooth, _validate
 
 
 def _swap(x):
@@ -62,6 +95,9 @@ def _gaussian_expected_log(cov, M, count):
 
 def expected_log_prior(theta, build, smoothed):
     """EM's ``E_q[log p_theta(x_0, ..., x_{T-1})]`` under fixed smoothed moments, differentiable in ``theta``.
+
+    Its gradient is that of ``log Z`` (Fisher's identity); :func:`log_normaliser_grad`
+    computes the same gradient without inverting ``Q_t`` (module notes).
 
     Parameters
     ----------
@@ -104,15 +140,41 @@ def expected_log_prior(theta, build, smoothed):
     return value + _gaussian_expected_log(Q[1:], M, T - 1)
 
 
+def _prior_matrix_gradients(filtered, smoothed, A):
+    """``d log Z`` with respect to ``(A_t, Q_t)`` for ``t >= 1`` and to ``(m0bar, P_0)`` (module notes).
+
+    ``filtered`` and ``smoothed`` come from one pass with the filter's moments
+    kept; ``A`` is the ``(1 or T, d, d)`` transition stack.  Returns
+    ``(grad_A, grad_Q, grad_m0, grad_P0)`` of shapes ``(T - 1, d, d)``,
+    ``(T - 1, d, d)``, ``(d,)``, ``(d, d)``.
+    """
+    T, d = smoothed.means.shape
+    grad_m0, grad_covs, grad_A = np.empty(d), np.empty((T, d, d)), np.empty((T, d, d))
+    singular = _kernels._prior_gradients(filtered.pred_means, filtered.pred_covs, filtered.covs, smoothed.means,
+                                         smoothed.covs, A, grad_m0, grad_covs, grad_A, (0,) * d)
+    if singular >= 0:
+        raise ValueError(f"the predicted state covariance at time step {singular} is singular, so the "
+                         f"gradient of log Z is undefined; check transition and process_cov")
+    return grad_A[1:], grad_covs[1:], grad_m0, grad_covs[0]
+
+
+def _per_step(grad, like):
+    """Gradient (T - 1, ...) of steps ``t >= 1`` shaped like the matrix ``like`` (per step or constant)."""
+    if len(like) == grad.ndim:                                        # time-varying: step 0 unused
+        return np.concatenate([np.zeros((1,) + grad.shape[1:]), grad])
+    return grad.sum(axis=0)
+
+
 def log_normaliser_grad(theta, build, site_natural_mean, site_precision, obs_row):
-    """``log Z(theta)`` and its gradient with the sites held fixed (Fisher's identity).
+    """``log Z(theta)`` and its gradient with the sites held fixed (Fisher's identity, without ``Q_t^{-1}``).
 
     Parameters
     ----------
     theta : array_like, shape (p,)
         Hyperparameters.
     build : callable
-        As in :func:`expected_log_prior`.
+        As in :func:`expected_log_prior`, except that ``process_cov`` need
+        only be positive semi-definite (e.g. zero for tied times).
     site_natural_mean, site_precision : array_like, shape (T,)
         The fixed sites ``gamma_t``, ``pi_t``.
     obs_row : array_like, shape (d,) or (T, d)
@@ -131,7 +193,18 @@ def log_normaliser_grad(theta, build, site_natural_mean, site_precision, obs_row
         As :func:`kalman_smoother`, e.g. if the sites make the posterior invalid at ``theta``.
     """
     theta = np.asarray(theta, dtype=float)
-    A, Q, m0, P0 = build(theta)
-    smoothed = kalman_smoother(site_natural_mean, site_precision, obs_row, A, Q, m0, P0)
-    grad = autograd.grad(expected_log_prior)(theta, build, smoothed)
-    return smoothed.log_normaliser, grad
+    shapes = []
+
+    def flat_prior(theta):
+        parts = build(theta)
+        shapes[:] = [anp.shape(x) for x in parts]
+        return anp.concatenate([anp.ravel(x) for x in parts])
+
+    vjp, flat = autograd.make_vjp(flat_prior)(theta)
+    sizes = [int(np.prod(shape)) for shape in shapes]
+    A, Q, m0, P0 = (part.reshape(shape) for part, shape in zip(np.split(flat, np.cumsum(sizes)[:-1]), shapes))
+    arrays = _validate(site_natural_mean, site_precision, obs_row, A, Q, m0, P0)
+    filtered, smoothed = _filter_and_smooth(*arrays)
+    grad_A, grad_Q, grad_m0, grad_P0 = _prior_matrix_gradients(filtered, smoothed, arrays[3])
+    cotangent = [_per_step(grad_A, shapes[0]), _per_step(grad_Q, shapes[1]), grad_m0, grad_P0]
+    return smoothed.log_normaliser, vjp(np.concatenate([np.ravel(x) for x in cotangent]))

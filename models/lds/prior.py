@@ -170,11 +170,6 @@ class MarkovGP(KernelHyperparameters, StateSpacePrior):
                              f"< t[{i}] = {float(t[i])!r}")
         self.t = t
         self.dt = np.concatenate([[0.0], np.diff(t)])
-        # tied times share one state: Q_t = 0 there, which Fisher's identity cannot take, so the
-        # hyperparameter gradient runs on the distinct times with the tied sites multiplied together
-        tied = self.dt[1:] == 0.0
-        self._tie_index = np.concatenate([[0], np.cumsum(~tied)]) if np.any(tied) else None
-        self._distinct_dt = self.dt if self._tie_index is None else self.dt[np.concatenate([[True], ~tied])]
         self.learns_hyperparameters = bool(learn_hyperparameters)
         self.hyper_max_iter = int(hyper_max_iter)
         self._set_kernel(kernel)
@@ -186,7 +181,7 @@ class MarkovGP(KernelHyperparameters, StateSpacePrior):
         self._set_model(A, Q, ss.H, np.zeros(ss.H.shape[0]), ss.Pinf, self.t.shape[0])
 
     def _build(self, log_params):
-        A, Q = self.kernel.discretise_fn(self._distinct_dt)(log_params)
+        A, Q = self.kernel.discretise_fn(self.dt)(log_params)
         P0 = self.kernel.stationary_cov_fn()(log_params)
         return A, Q, np.zeros(self.state_dim), P0
 
@@ -206,6 +201,4 @@ class MarkovGP(KernelHyperparameters, StateSpacePrior):
         grad : ndarray, shape (p,)
         """
         gamma, pi = message
-        if self._tie_index is not None:
-            gamma, pi = (np.bincount(self._tie_index, weights=m) for m in message)
         return log_normaliser_grad(np.asarray(log_params, float), self._build, gamma, pi, self.H[0])

@@ -25,11 +25,15 @@ marginals, lag-one cross-covariances and the log normaliser
               + \\frac{\\gamma_t^2 S_t + 2 \\gamma_t \\mu_t - \\pi_t \\mu_t^2}{2 (1 + \\pi_t S_t)},
 
 where ``mu_t``, ``S_t`` are the one-step predictive mean and variance of
-``a_t``.  Site precisions may be negative (non-log-concave likelihoods); the
-posterior is valid exactly when ``1 + pi_t S_t > 0`` at every step.  When it
-is not, the functions raise a ``ValueError`` naming the step, or, with
-``return_status=True``, return ``status != 0`` and ``failed_step`` so that the
-caller can back off its site update.
+``a_t``.  Site precisions may be negative (non-log-concave likelihoods):
+``1 + pi_t S_t > 0`` at every step is sufficient for a valid posterior, not
+necessary (a later positive site can outweigh a negative one).  The exact
+test (:mod:`._kernels`) is that the covariances ``C_t`` of the RTS backward
+conditionals ``x_t | x_{t+1}`` and the last filtered covariance be positive
+semi-definite.  When they are not, the functions raise a ``ValueError``
+naming the first step ``t`` whose sites ``0..t`` make the posterior invalid
+whatever the later sites, or, with ``return_status=True``, return
+``status != 0`` and ``failed_step`` so that the caller can back off.
 
 Cost ``O(T d^3)`` in compiled code; ``A``, ``Q`` and ``H`` may be constant
 (given without a time axis) or time-varying.
@@ -43,10 +47,8 @@ import numpy as np
 from expfam._validation import as_float, check_pd
 
 from . import _kernels
-from ._kernels import STATUS_INVALID_SITE, STATUS_OK, STATUS_SINGULAR_PREDICTION
+from ._kernels import PSD_RTOL, STATUS_INVALID_SITE, STATUS_OK, STATUS_SINGULAR_PREDICTION
 from ._small import work_for
-
-_PSD_RTOL = 1e-10
 
 _PARAMETERS_DOC = """
     site_natural_mean : array_like, shape (T,)
@@ -78,7 +80,8 @@ class FilterResult(NamedTuple):
     means : ndarray, shape (T, d)
         Filtered means ``E[x_t | sites 0..t]``.
     covs : ndarray, shape (T, d, d)
-        Filtered covariances.
+        Filtered covariances (indefinite once a factor ``1 + pi_t S_t`` has
+        been negative, even when the posterior is valid).
     pred_means : ndarray, shape (T, d)
         Predicted means ``E[x_t | sites 0..t-1]`` (``pred_means[0] = m_0``).
     pred_covs : ndarray, shape (T, d, d)
@@ -182,7 +185,7 @@ def _validate(site_natural_mean, site_precision, obs_row, transition, process_co
     for name, arr, event in (("obs_row", H, (d,)), ("transition", A, (d, d)), ("process_cov", Q, (d, d))):
         if arr.shape[1:] != event:
             raise ValueError(f"{name} must have trailing shape {event} for state dimension d={d}; got {arr.shape}")
-    bad = _kernels._first_not_psd(Q, _PSD_RTOL, float(np.max(np.abs(P0))), *work_for(d))
+    bad = _kernels._first_not_psd(Q, PSD_RTOL, float(np.max(np.abs(P0))), *work_for(d))
     if bad >= 0:
         raise ValueError(
             f"process_cov must be symmetric positive semi-definite; got a matrix that is not, "
@@ -192,20 +195,20 @@ def _validate(site_natural_mean, site_precision, obs_row, transition, process_co
     return gamma, pi, H, A, Q, m0, P0
 
 
-def _check_status(status, step, pi, S, return_status):
+def _check_status(status, step, return_status):
     """Raise the ``ValueError`` describing a failed step unless the caller wants the status."""
     if status == STATUS_OK or return_status:
         return
     if status == STATUS_INVALID_SITE:
         raise ValueError(
-            f"site_precision gives an invalid posterior at time step {step}: 1 + pi_t S_t must be > 0, "
-            f"got pi_t = {pi[step]!r} with predictive variance S_t = {S[step]!r} "
-            f"(1 + pi_t S_t = {1.0 + pi[step] * S[step]!r})"
+            f"site_precision gives an invalid posterior at time step {step}: the posterior precision "
+            f"is not positive definite, as the sites of steps 0..{step} already make it so whatever the "
+            f"later sites (or 1 + pi_t S_t = 0 at that step, which the filter cannot pass)"
         )
     if status == STATUS_SINGULAR_PREDICTION:
         raise ValueError(
-            f"the predicted state covariance A_t P A_t^T + Q_t at time step {step} is not positive "
-            f"definite, so the smoother gain is undefined; check transition and process_cov"
+            f"the predicted state covariance A_t P A_t^T + Q_t at time step {step} is singular, so the "
+            f"smoother gain is undefined; check transition and process_cov"
         )
     raise RuntimeError(f"unknown kernel status {status}")
 
@@ -223,7 +226,7 @@ class Workspace:
         self._local = threading.local()
 
     def arrays(self, T, d):
-        """``(gains, offsets, cond_covs, last_mean, last_cov, a_pred_mean, a_pred_var)`` for ``T`` steps of size ``d``."""
+        """``(gains, offsets, cond_covs, last_mean, last_cov)`` for ``T`` steps of size ``d``."""
         arrays = getattr(self._local, "arrays", None)
         if arrays is None or arrays[1].shape != (T, d):
             arrays = self._local.arrays = _new_scratch(T, d)
@@ -231,8 +234,7 @@ class Workspace:
 
 
 def _new_scratch(T, d):
-    return (np.empty((T, d, d)), np.empty((T, d)), np.empty((T, d, d)), np.empty(d), np.empty((d, d)),
-            np.empty(T), np.empty(T))
+    return np.empty((T, d, d)), np.empty((T, d)), np.empty((T, d, d)), np.empty(d), np.empty((d, d))
 
 
 def _forward(gamma, pi, H, A, Q, m0, P0, keep, return_status, check_singular=False, workspace=None):
@@ -243,19 +245,18 @@ def _forward(gamma, pi, H, A, Q, m0, P0, keep, return_status, check_singular=Fal
     filtered moments).  The moment arrays of the result (and the predictive ``a`` moments)
     are filled only if ``keep`` (else None).  With ``check_singular`` a singular predicted
     covariance (which only the smoother needs to invert) is a failure too.
-    Scratch arrays come from ``workspace`` if given (then the result's
-    predictive arrays are overwritten by the next pass).
+    Scratch arrays come from ``workspace`` if given.
     """
     T, d = gamma.shape[0], m0.shape[0]
     n = T if keep else 1
     means, covs, pred_means, pred_covs = np.empty((n, d)), np.empty((n, d, d)), np.empty((n, d)), np.empty((n, d, d))
-    scratch = _new_scratch(T, d) if workspace is None else workspace.arrays(T, d)
-    backward, (a_mean, a_var) = scratch[:5], scratch[5:]
+    a_mean, a_var = np.empty(n), np.empty(n)
+    backward = _new_scratch(T, d) if workspace is None else workspace.arrays(T, d)
     log_z, status, step, singular = _kernels._filter(gamma, pi, H, A, Q, m0, P0, keep, means, covs, pred_means,
                                                      pred_covs, *backward, a_mean, a_var, *work_for(d))
     if check_singular and status == STATUS_OK and singular >= 0:
         log_z, status, step = np.nan, STATUS_SINGULAR_PREDICTION, singular
-    _check_status(status, step, pi, a_var, return_status)
+    _check_status(status, step, return_status)
     if not keep:
         means = covs = pred_means = pred_covs = a_mean = a_var = None
     return FilterResult(means, covs, pred_means, pred_covs, a_mean, a_var, log_z, status, step), backward
@@ -286,6 +287,19 @@ def _run_smoother(gamma, pi, H, A, Q, m0, P0, store, return_status, workspace=No
     return MarginalsResult(*args)
 
 
+def _filter_and_smooth(gamma, pi, H, A, Q, m0, P0):
+    """Filter keeping its moments plus the full RTS pass, on arrays checked by :func:`_validate`.
+
+    Returns ``(FilterResult, SmootherResult)``; failures raise ``ValueError``.
+    """
+    filtered, backward = _forward(gamma, pi, H, A, Q, m0, P0, True, False, check_singular=True)
+    T, d = gamma.shape[0], m0.shape[0]
+    means, covs, cross_covs = np.empty((T, d)), np.empty((T, d, d)), np.empty((T, d, d))
+    a_mean, a_var = np.empty(T), np.empty(T)
+    _kernels._smooth(H, *backward, True, means, covs, cross_covs, a_mean, a_var, *work_for(d))
+    return filtered, SmootherResult(means, covs, cross_covs, a_mean, a_var, filtered.log_normaliser, STATUS_OK, -1)
+
+
 def kalman_filter(site_natural_mean, site_precision, obs_row, transition, process_cov, init_mean, init_cov,
                   *, return_status=False):
     """Kalman filter of the prior times the sites: filtered and predicted moments and ``log Z``.
@@ -304,8 +318,8 @@ def kalman_filter(site_natural_mean, site_precision, obs_row, transition, proces
     Raises
     ------
     ValueError
-        On invalid input, or (unless ``return_status``) when
-        ``1 + pi_t S_t <= 0`` at some step ``t``.
+        On invalid input, or (unless ``return_status``) when the sites make
+        the posterior invalid (module notes).
     """
     arrays = _validate(site_natural_mean, site_precision, obs_row, transition, process_cov, init_mean, init_cov)
     return _forward(*arrays, keep=True, return_status=return_status)[0]
@@ -328,8 +342,8 @@ def kalman_smoother(site_natural_mean, site_precision, obs_row, transition, proc
     Raises
     ------
     ValueError
-        On invalid input, or (unless ``return_status``) when
-        ``1 + pi_t S_t <= 0`` at some step or a predicted covariance is singular.
+        On invalid input, or (unless ``return_status``) when the sites make
+        the posterior invalid (module notes) or a predicted covariance is singular.
 
     See Also
     --------

@@ -1,5 +1,7 @@
-"""Fisher-identity gradients of log Z against finite differences and a dense expected log prior."""
+"""Fisher-identity gradients of log Z against finite differences, autograd of EM's expected log prior and a
+dense expected log prior."""
 
+import autograd
 import autograd.numpy as anp
 import numpy as np
 import pytest
@@ -86,3 +88,56 @@ def test_expected_log_prior_matches_dense_gaussian_expectation(build, theta):
     expected = -0.5 * (2 * T * np.log(2 * np.pi) + np.linalg.slogdet(cov0)[1]
                        + np.trace(np.linalg.solve(cov0, V + np.outer(r, r))))
     assert expected_log_prior(theta, build, smoothed) == pytest.approx(expected, rel=1e-9)
+
+
+@pytest.mark.parametrize("build, theta", BUILDS, ids=[b.__name__ for b, _ in BUILDS])
+def test_gradient_equals_that_of_the_expected_log_prior(build, theta):
+    """The route without Q_t^{-1} against autograd of EM's Q function, which inverts Q_t (fine here)."""
+    theta = np.asarray(theta)
+    _, grad = log_normaliser_grad(theta, build, SITE_NATURAL_MEAN, SITE_PRECISION, OBS_ROW)
+    A, Q, m0, P0 = build(theta)
+    smoothed = kalman_smoother(SITE_NATURAL_MEAN, SITE_PRECISION, OBS_ROW, A, Q, m0, P0)
+    np.testing.assert_allclose(grad, autograd.grad(expected_log_prior)(theta, build, smoothed), rtol=1e-10)
+
+
+def rotation_plus_offset(theta):
+    """Singular Q_t: a noiseless rotation by angle theta[0] DT_t (its only dependence on theta[0] is through
+    A_t), a constant offset of variance exp(theta[1]) (A = 1, Q = 0) and an AR(1) part, theta = (angle rate,
+    log offset variance, log decay)."""
+    angle = theta[0] * DT
+    c, s = anp.cos(angle), anp.sin(angle)
+    decay = anp.exp(-anp.exp(theta[2]) * DT)
+    zero, one = np.zeros(T), np.ones(T)
+    A = anp.stack([anp.stack([c, -s, zero, zero], -1), anp.stack([s, c, zero, zero], -1),
+                   anp.stack([zero, zero, one, zero], -1), anp.stack([zero, zero, zero, decay], -1)], -2)
+    Q = anp.stack([anp.stack([zero, zero, zero, zero], -1)] * 3 + [anp.stack([zero, zero, zero, 1.0 - decay**2], -1)],
+                  -2)
+    P0 = anp.diag(anp.stack([1.0, 1.0, anp.exp(theta[1]), 1.0]))
+    return A, Q, anp.zeros(4), P0
+
+
+def test_gradient_with_singular_process_noise_matches_finite_differences():
+    theta = np.array([2.0, np.log(0.7), np.log(0.4)])
+    obs_row = np.array([1.0, 0.0, 1.0, 1.0])
+    A, Q, m0, P0 = rotation_plus_offset(theta)
+    assert np.all(np.linalg.matrix_rank(Q[1:]) == 1)
+
+    def log_z(x):
+        A, Q, m0, P0 = rotation_plus_offset(x)
+        return kalman_smoother(SITE_NATURAL_MEAN, SITE_PRECISION, obs_row, A, Q, m0, P0).log_normaliser
+
+    value, grad = log_normaliser_grad(theta, rotation_plus_offset, SITE_NATURAL_MEAN, SITE_PRECISION, obs_row)
+    assert value == log_z(theta)
+    step = 1e-5
+    fd = np.array([(log_z(theta + step * e) - log_z(theta - step * e)) / (2 * step) for e in np.eye(3)])
+    np.testing.assert_allclose(grad, fd, rtol=1e-7, atol=1e-7)
+    assert np.all(np.abs(grad) > 1e-2)
+
+
+def test_singular_predicted_covariance_raises_a_value_error():
+    """A = 0 and Q = 0 leave nothing to invert: a ValueError naming the step, not a LinAlgError."""
+    def degenerate(theta):
+        return np.zeros((1, 1)), np.zeros((1, 1)), np.zeros(1), anp.exp(theta[0]) * np.ones((1, 1))
+
+    with pytest.raises(ValueError, match=r"time step 1\b.*singular"):
+        log_normaliser_grad(np.zeros(1), degenerate, SITE_NATURAL_MEAN, SITE_PRECISION, [1.0])

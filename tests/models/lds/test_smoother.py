@@ -7,7 +7,7 @@ from models.lds import (
     STATUS_INVALID_SITE, STATUS_OK, STATUS_SINGULAR_PREDICTION, kalman_filter, kalman_smoother, smoothed_marginals,
 )
 
-from .dense_reference import dense_posterior, dense_prior, random_problem
+from .dense_reference import dense_posterior, dense_prior, prior_state_covs, random_problem
 
 RTOL = 1e-8
 
@@ -128,19 +128,90 @@ def _random_walk(T=12):
                 m0=np.zeros(1), P0=np.ones((1, 1)))
 
 
+def _tiled(problem):
+    """The problem with time-varying ``A``, ``Q``, ``H`` stacks, as the dense reference takes them."""
+    T = problem["gamma"].shape[0]
+    event_ndim = {"A": 2, "Q": 2, "H": 1}
+    return {k: (np.broadcast_to(v, (T,) + v.shape).copy() if v.ndim == event_ndim.get(k) else v)
+            for k, v in problem.items()}
+
+
+def _leading_min_eigenvalues(problem):
+    """Smallest eigenvalue of each leading block ``x_{0..t}`` of the dense posterior precision, shape (T,).
+
+    That block involves only the prior and the sites ``0..t`` (later sites touch later states), so the
+    first negative one is the first step whose sites make the posterior invalid whatever the later sites.
+    """
+    precision = dense_posterior(**_tiled(problem))["precision"]
+    d = problem["m0"].shape[0]
+    return np.array([np.linalg.eigvalsh(precision[:(t + 1) * d, :(t + 1) * d]).min()
+                     for t in range(problem["gamma"].shape[0])])
+
+
 @pytest.mark.parametrize("function", [kalman_filter, kalman_smoother, smoothed_marginals])
 def test_invalid_site_reports_the_first_failing_step(function):
+    """d = 1 random walk (A = 1, Q = 0.5, S_t = 1 exactly): with ``P_6`` the filtered variance,
+    ``C_6^{-1} = 1 / P_6 + 1 / Q``.
+
+    A factor ``1 + pi S = -3`` at step 6 gives ``-Q < P_6 = -S / 3 < 0``: invalid whatever the later
+    sites (even a huge positive one at step 7); ``-0.5`` gives ``P_6 = -2 S < -Q``, which the unit
+    site at step 7 outweighs; ``0`` cannot be passed; a negative factor at the last step is invalid.
+    The dense posterior precision agrees each time."""
     problem = _random_walk()
     S = _call(kalman_filter, problem).pred_marginal_var
-    problem["pi"][[6, 9]] = -1.5 / S[[6, 9]]  # 1 + pi S = -0.5 at step 6 (and later)
+    np.testing.assert_array_equal(S, 1.0)
+    problem["pi"][6] = -4.0 / S[6]
+    problem["pi"][7] = 1e6
+    assert np.flatnonzero(_leading_min_eigenvalues(problem) < 0)[0] == 6
     with pytest.raises(ValueError, match=r"time step 6\b"):
         _call(function, problem)
     result = _call(function, problem, return_status=True)
     assert (result.status, result.failed_step) == (STATUS_INVALID_SITE, 6)
     assert np.isnan(result.log_normaliser)
-    problem["pi"][6] = -0.5 / S[6]  # still valid: 1 + pi S = 0.5
-    ok = _call(kalman_filter, dict(problem, pi=np.where(np.arange(12) == 9, 0.0, problem["pi"])))
-    assert ok.status == STATUS_OK
+    problem["pi"][[6, 7]] = -1.5 / S[6], 1.0
+    assert np.min(_leading_min_eigenvalues(problem)) > 0
+    result = _call(function, problem)
+    assert result.status == STATUS_OK
+    _assert_close(result.log_normaliser, dense_posterior(**_tiled(problem))["log_normaliser"])
+    problem["pi"][6] = -1.0 / S[6]
+    result = _call(function, problem, return_status=True)
+    assert (result.status, result.failed_step) == (STATUS_INVALID_SITE, 6)
+    problem["pi"][6] = 1.0
+    problem["pi"][-1] = -1.5 / S[-1]
+    assert np.flatnonzero(_leading_min_eigenvalues(problem) < 0)[0] == 11
+    result = _call(function, problem, return_status=True)
+    assert (result.status, result.failed_step) == (STATUS_INVALID_SITE, 11)
+
+
+def test_validity_is_exact_against_the_dense_posterior_precision():
+    """Random problems with many strongly negative sites: the filter accepts exactly when the dense posterior
+    precision is positive definite, reports the first step whose leading block is not, and where it accepts
+    matches the dense moments and log Z, including when some factor 1 + pi_t S_t < 0 (filtered
+    covariances indefinite on the way)."""
+    rng = np.random.default_rng(11)
+    counts = {"invalid": 0, "valid, a negative factor": 0, "valid, positive factors": 0}
+    for _ in range(300):
+        T, d = rng.integers(1, 8), rng.integers(1, 4)
+        problem = random_problem(rng, T=T, d=d, missing=0.0, negative=0.0)
+        prior_var = np.einsum("ti,tij,tj->t", problem["H"], prior_state_covs(problem["A"], problem["Q"],
+                                                                             problem["P0"]), problem["H"])
+        negative = rng.uniform(size=T) < 0.4
+        problem["pi"] = np.where(negative, -rng.uniform(0.5, 3.0, T), rng.exponential(3.0, T)) / prior_var
+        leading = _leading_min_eigenvalues(problem)
+        # within rounding of the boundary the question has no finite-precision answer
+        assert np.min(np.abs(leading)) > 1e-6
+        result = _call(kalman_smoother, problem, return_status=True)
+        if leading[-1] < 0:
+            counts["invalid"] += 1
+            assert (result.status, result.failed_step) == (STATUS_INVALID_SITE, np.flatnonzero(leading < 0)[0])
+            continue
+        assert result.status == STATUS_OK
+        factors = 1.0 + problem["pi"] * _call(kalman_filter, problem).pred_marginal_var
+        counts["valid, a negative factor" if np.any(factors < 0) else "valid, positive factors"] += 1
+        expected = dense_posterior(**problem)
+        for name in ("means", "covs", "cross_covs", "marginal_mean", "marginal_var", "log_normaliser"):
+            _assert_close(getattr(result, name), expected[name])
+    assert min(counts.values()) >= 10, counts
 
 
 def test_singular_predicted_covariance_is_reported():
