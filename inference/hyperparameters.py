@@ -67,4 +67,7 @@ def learn(loop, learners):
         objective(result.x)                                # leave the engine at the optimum
     except _BudgetSpent:
         return False
+    if not result.success:
+        loop.failure = (f"the hyperparameter optimiser (L-BFGS-B, ftol={1e-3 * loop.tol:.0e}) stopped "
+                        f"without converging: {result.message}")
     return bool(result.success)

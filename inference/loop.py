@@ -33,6 +33,7 @@ class Loop:
         self.engine, self.tol, self.callback = engine, tol, callback
         self.remaining = max_iter
         self.stopped = False
+        self.failure = None     # why a fit within its budget did not converge (None: the budget ran out)
         self.per_iteration = []
         self.bar = _progress_bar(max_iter, progress)
         if not engine.stochastic and not engine.elbo_trace:
@@ -107,10 +108,9 @@ def run(engine, max_iter, tol, callback=None, progress=False, warn=True):
     finally:
         loop.close()
     if not converged and warn and not loop.stopped:
-        warnings.warn(
-            f"the fit stopped at max_iter={max_iter} before the relative ELBO change fell "
-            f"below tol={tol}", ConvergenceWarning, stacklevel=3,
-        )
+        reason = loop.failure or (f"the fit stopped at max_iter={max_iter} before the relative ELBO "
+                                  f"change fell below tol={tol}")
+        warnings.warn(reason, ConvergenceWarning, stacklevel=3)
     return converged, {"total": time.perf_counter() - start, "per_iteration": loop.per_iteration}
 
 

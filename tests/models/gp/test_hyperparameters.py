@@ -108,3 +108,18 @@ def test_learning_hyperparameters_improves_the_classification_elbo_to_a_stationa
     # and the gradient of log Z at the final sites vanishes
     _, gradient = block.log_normaliser(theta, (learned.sites[0].natural_mean, learned.sites[0].precision))
     assert np.abs(gradient).max() < 1e-4
+
+
+def test_an_unconverged_hyperparameter_search_says_why():
+    """The optimiser's own stop (here its iteration cap) is reported, not a max_iter it did not reach."""
+    from inference.warnings import ConvergenceWarning
+
+    rng = np.random.default_rng(0)
+    X = np.sort(rng.uniform(-3.0, 3.0, 30))
+    y = np.sin(X) + 0.1 * rng.normal(size=30)
+    prior = gp.GP(gp.kernels.Matern32(lengthscale=0.2, variance=3.0), X, learn_hyperparameters=True,
+                  hyper_max_iter=1)
+    model = Model({"f": prior}, [Observe(likelihoods.Gaussian(variance=0.01), y, on="f")])
+    with pytest.warns(ConvergenceWarning, match="hyperparameter optimiser .* stopped without converging"):
+        fit = model.fit(max_iter=500)
+    assert not fit.converged
