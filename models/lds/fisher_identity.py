@@ -65,7 +65,7 @@ import autograd
 import autograd.numpy as anp
 import numpy as np
 
-from . import _kernels
+from ._gradient_kernels import _prior_gradients
 from .smoother import _filter_and_smooth, _validate
 
 
@@ -150,7 +150,7 @@ def _prior_matrix_gradients(filtered, smoothed, A):
     """
     T, d = smoothed.means.shape
     grad_m0, grad_covs, grad_A = np.empty(d), np.empty((T, d, d)), np.empty((T, d, d))
-    singular = _kernels._prior_gradients(filtered.pred_means, filtered.pred_covs, filtered.covs, smoothed.means,
+    singular = _prior_gradients(filtered.pred_means, filtered.pred_covs, filtered.covs, smoothed.means,
                                          smoothed.covs, A, grad_m0, grad_covs, grad_A, (0,) * d)
     if singular >= 0:
         raise ValueError(f"the predicted state covariance at time step {singular} is singular, so the "
