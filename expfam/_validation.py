@@ -52,6 +52,34 @@ def as_float(x, name, ndim_min=0, finite=True):
     return arr
 
 
+def check_integer(value, name, minimum=0, suffix=""):
+    """``value`` as an int after checking it is a whole number (not a bool) ``>= minimum``.
+
+    Parameters
+    ----------
+    value : int or whole float
+    name : str
+        Argument name for the error message.
+    minimum : int
+    suffix : str
+        Appended to the expectation in the message (e.g. ``" or None"``).
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    ValueError
+        Naming ``name``, the expectation and the value received.
+    """
+    whole = (isinstance(value, (int, np.integer))
+             or (isinstance(value, (float, np.floating)) and float(value).is_integer()))
+    if isinstance(value, (bool, np.bool_)) or not whole or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}{suffix}; got {value!r}")
+    return int(value)
+
+
 def check_positive(x, name):
     """Return ``x`` as a finite float array after checking that every entry is > 0."""
     arr = as_float(x, name)

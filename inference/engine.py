@@ -20,6 +20,7 @@ import warnings
 import numpy as np
 
 from expfam import tree_add, tree_lerp, tree_scale, tree_sub
+from expfam._validation import check_integer
 
 from .acceleration import AndersonAccelerator
 from .blocks import InvalidPosterior
@@ -145,12 +146,13 @@ class Engine:
             if n <= self.batch_size:
                 batches.append(None)
                 continue
-            if self.orders[k] is None or self.positions[k] + self.batch_size > n:
+            # one shuffle per epoch; its last batch is the N mod |B| leftovers (scalings use len(batch))
+            if self.orders[k] is None or self.positions[k] >= n:
                 self.orders[k] = self.rng.permutation(n)
                 self.positions[k] = 0
             start = self.positions[k]
             batches.append(np.sort(self.orders[k][start:start + self.batch_size]))
-            self.positions[k] = start + self.batch_size
+            self.positions[k] = start + len(batches[-1])
         return batches
 
     # ------------------------------------------------------------------ updates
@@ -320,11 +322,7 @@ class Engine:
 
 
 def _check_batch_size(batch_size):
-    if batch_size is None:
-        return None
-    if isinstance(batch_size, bool) or int(batch_size) != batch_size or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive integer or None; got {batch_size!r}")
-    return int(batch_size)
+    return None if batch_size is None else check_integer(batch_size, "batch_size", minimum=1, suffix=" or None")
 
 
 def _same_arrays(a, b):

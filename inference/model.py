@@ -2,6 +2,8 @@
 
 import numpy as np
 
+from expfam._validation import check_integer
+
 from .blocks import as_block
 from .engine import Engine
 from .loop import run
@@ -76,6 +78,9 @@ class Model:
             (relative; see :func:`inference.loop.estimated_remaining_gain`).
         batch_size : int, optional
             Data points per factor per iteration (minibatches); None uses all.
+            Each epoch is one shuffle of the points; its last batch holds the
+            ``N mod batch_size`` left over (scaled by its own size), so every
+            point is visited once per epoch.
         minibatch : {"svi", "sites"}
             ``"svi"``: the N/|B|-scaled update of seed 000 eq. 14; ``"sites"``:
             update only the chosen points' sites (eq. 21).
@@ -104,12 +109,12 @@ class Model:
         -------
         FitResult
         """
-        max_iter = _check_int(max_iter, "max_iter", minimum=0)
+        max_iter = check_integer(max_iter, "max_iter", minimum=0)
         if not (isinstance(tol, (int, float)) and np.isfinite(tol) and tol >= 0):
             raise ValueError(f"tol must be a finite number >= 0; got {tol!r}")
         if callback is not None and not callable(callback):
             raise ValueError(f"callback must be callable; got {type(callback).__name__}")
-        seed = _check_int(seed, "seed", minimum=0)
+        seed = check_integer(seed, "seed", minimum=0)
         if isinstance(init, str) and init != "prior":
             raise ValueError(f"init must be None, 'prior' or a FitResult; got {init!r}")
         engine = Engine(self, step=step, batch_size=batch_size, minibatch=minibatch, seed=seed,
@@ -188,8 +193,3 @@ def _restore(engine, init):
         if block_state:
             engine.blocks[b].set_state(block_state)
 
-
-def _check_int(value, name, minimum):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
-    return int(value)

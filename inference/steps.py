@@ -15,6 +15,8 @@ precision that is not positive definite) is never accepted: the engine halves
 ``rho`` until the posterior is valid and counts the back-offs.
 """
 
+import numbers
+
 import numpy as np
 
 
@@ -69,11 +71,8 @@ class Decaying(StepRule):
 
     def __init__(self, rho0=1.0, delay=10.0, power=0.7):
         self.rho0 = _check_rho(rho0, "rho0")
-        if not (np.isfinite(delay) and delay > 0):
-            raise ValueError(f"delay must be a finite number > 0; got {delay!r}")
-        if not (0.5 < power <= 1.0):
-            raise ValueError(f"power must lie in (0.5, 1]; got {power!r}")
-        self.delay, self.power = float(delay), float(power)
+        self.delay = _check_number(delay, "delay", lambda x: x > 0, "a finite number > 0")
+        self.power = _check_number(power, "power", lambda x: 0.5 < x <= 1.0, "a number in (0.5, 1]")
 
     def rho(self, iteration):
         return self.rho0 * (1.0 + iteration / self.delay) ** (-self.power)
@@ -104,13 +103,10 @@ class Adaptive(StepRule):
     def __init__(self, rho0=1.0, grow=4.0, shrink=0.25, max_rho=1.0, min_rho=1e-10):
         self.max_rho = _check_rho(max_rho, "max_rho")
         self.rho0 = min(_check_rho(rho0, "rho0"), self.max_rho)
-        if not grow >= 1.0:
-            raise ValueError(f"grow must be >= 1; got {grow!r}")
-        if not 0.0 < shrink < 1.0:
-            raise ValueError(f"shrink must lie in (0, 1); got {shrink!r}")
-        if not 0.0 < min_rho < self.rho0:
-            raise ValueError(f"min_rho must lie in (0, rho0); got {min_rho!r}")
-        self.grow, self.shrink, self.min_rho = float(grow), float(shrink), float(min_rho)
+        self.grow = _check_number(grow, "grow", lambda x: x >= 1.0, "a finite number >= 1")
+        self.shrink = _check_number(shrink, "shrink", lambda x: 0.0 < x < 1.0, "a number in (0, 1)")
+        self.min_rho = _check_number(min_rho, "min_rho", lambda x: 0.0 < x < self.rho0,
+                                     f"a number in (0, rho0) = (0, {self.rho0})")
         self._current = self.rho0
         self._rejected = False
 
@@ -170,10 +166,15 @@ def resolve_step(step, stochastic):
 
 
 def _check_rho(rho, name):
-    try:
-        value = float(rho)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number in (0, 1]; got {rho!r}") from None
-    if not (0.0 < value <= 1.0):
-        raise ValueError(f"{name} must lie in (0, 1]; got {rho!r}")
+    return _check_number(rho, name, lambda x: 0.0 < x <= 1.0, "a number in (0, 1]")
+
+
+def _check_number(value, name, valid, expected):
+    """``value`` as a float after checking it is a finite real scalar (not a bool or string) with
+    ``valid(value)``; otherwise a ValueError naming ``name``, ``expected`` and ``value``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name} must be {expected}; got {value!r} of type {type(value).__name__}")
+    value = float(value)
+    if not (np.isfinite(value) and valid(value)):
+        raise ValueError(f"{name} must be {expected}; got {value!r}")
     return value

@@ -27,7 +27,7 @@ class PoissonGamma(SummedSitesFactor):
         Non-negative integer counts.
     on : str
         Name of the Gamma block holding the rate.
-    exposure : array_like, shape (N,), optional
+    exposure : float or array_like, shape (N,), optional
         Positive exposures ``e_i`` (default 1).
     group : array_like of int, shape (N,), optional
         Batch element of the rate block each count uses (for a batched Gamma block).
@@ -38,10 +38,11 @@ class PoissonGamma(SummedSitesFactor):
     def __init__(self, counts, on, exposure=None, group=None):
         self.counts = check_counts(counts, "counts")
         self.n_data = self.counts.shape[0]
-        self.exposure = (np.ones(self.n_data) if exposure is None
-                         else check_positive(exposure, "exposure") * np.ones(self.n_data))
-        if self.exposure.shape != (self.n_data,):
-            raise ValueError(f"exposure must have shape ({self.n_data},); got {self.exposure.shape}")
+        exposure = np.ones(self.n_data) if exposure is None else check_positive(exposure, "exposure")
+        if exposure.ndim != 0 and exposure.shape != (self.n_data,):
+            raise ValueError(f"exposure must be a scalar or have shape ({self.n_data},), one per count; "
+                             f"got shape {exposure.shape}")
+        self.exposure = exposure * np.ones(self.n_data)
         self.roles = {"on": on}
         self._set_group(group, self.n_data)
 

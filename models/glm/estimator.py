@@ -62,6 +62,8 @@ class BayesianGLM:
         return likelihoods.Gaussian(variance=1.0) if self.likelihood is None else self.likelihood
 
     def _design(self, X):
+        if not isinstance(self.fit_intercept, (bool, np.bool_)):
+            raise ValueError(f"fit_intercept must be True or False; got {self.fit_intercept!r}")
         X = as_float(X, "X", ndim_min=2)
         if X.ndim != 2:
             raise ValueError(f"X must have shape (N, D); got {X.shape}")
@@ -72,6 +74,8 @@ class BayesianGLM:
         if self.covariance not in ("full", "diag"):
             raise ValueError(f"covariance must be 'full' or 'diag'; got {self.covariance!r}")
         design = self._design(X)
+        if design.shape[0] == 0:
+            raise ValueError(f"X must have at least one row (data point); got shape {np.shape(X)}")
         dim = design.shape[1]
         var = float(check_positive(self.prior_var, "prior_var"))
         if self.covariance == "full":
@@ -109,10 +113,41 @@ class BayesianGLM:
         var = np.einsum("nd,de,ne->n", design, self.coef_cov_, design)
         return mean, np.maximum(var, 0.0)
 
-    def predict(self, X):
-        """Posterior predictive mean of ``y`` at new inputs, shape (M,)."""
+    def predict(self, X, **per_point):
+        """Posterior predictive mean of ``y`` at new inputs, shape (M,).
+
+        Parameters
+        ----------
+        X : array_like, shape (M, D)
+        **per_point : array_like, shape (M,) or scalar, optional
+            The likelihood's per-point parameter at the new inputs, under its
+            ``per_point_name`` (``exposure=`` for Poisson, ``n_trials=`` for
+            BinomialLogit).  Required when the likelihood was given one value per
+            training point; otherwise the likelihood's shared value is used.
+        """
         mean, var = self.predict_latent(X)
-        return self._likelihood().predict_mean_var(mean, var)[0]
+        return self._predict_likelihood(mean.shape[0], per_point).predict_mean_var(mean, var)[0]
+
+    def _predict_likelihood(self, n_rows, per_point):
+        """The likelihood at ``n_rows`` new inputs, with the per-point parameter given to ``predict``."""
+        likelihood = self._likelihood()
+        name = likelihood.per_point_name
+        unknown = sorted(set(per_point) - {name})
+        if unknown:
+            accepted = f"only {name!r}" if name is not None else "none"
+            raise ValueError(f"predict got unexpected keyword argument(s) {unknown}; "
+                             f"{type(likelihood).__name__} accepts {accepted}")
+        if name not in per_point:
+            if name is not None and np.ndim(getattr(likelihood, name)) > 0:
+                raise ValueError(f"{name} must be given to predict, one value per row of X ({n_rows}): "
+                                 f"the likelihood was fitted with a per-point {name}")
+            return likelihood
+        value = np.asarray(per_point[name])
+        if value.ndim > 1 or (value.ndim == 1 and value.shape[0] != n_rows):
+            raise ValueError(f"{name} must be a scalar or have shape ({n_rows},), one per row of X; "
+                             f"got shape {value.shape}")
+        # the per-point parameter is the likelihood's constructor keyword of that name
+        return type(likelihood)(**{name: per_point[name]}, n_points=likelihood.n_points)
 
 
 class BayesianLogisticRegression(BayesianGLM):

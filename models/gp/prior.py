@@ -20,7 +20,7 @@ import numpy as np
 from autograd import make_vjp
 
 from expfam import Gaussian
-from expfam._validation import as_float
+from expfam._validation import as_float, check_integer
 from inference import Block
 
 from .._hyper import KernelHyperparameters
@@ -117,7 +117,7 @@ class GP(KernelHyperparameters, Block):
             raise ValueError(f"mean must be a scalar (a constant prior mean); got an array of shape {mean.shape}")
         self.mean_value = float(mean)
         self.learns_hyperparameters = bool(learn_hyperparameters)
-        self.hyper_max_iter = int(hyper_max_iter)
+        self.hyper_max_iter = check_integer(hyper_max_iter, "hyper_max_iter", minimum=1)
         self._set_kernel(kernel)
         self.n_points = self.X.shape[0]
 

@@ -19,7 +19,7 @@ sites fixed comes from Fisher's identity (:mod:`models.lds.fisher_identity`).
 import numpy as np
 
 from expfam import Gaussian
-from expfam._validation import as_float
+from expfam._validation import as_float, check_integer
 from inference import Block, InvalidPosterior
 
 from .._hyper import KernelHyperparameters
@@ -136,10 +136,8 @@ class LDS(StateSpacePrior):
                 "n_steps must be given when every matrix is constant, and must agree with the time axis "
                 f"of time-varying transition/process_cov/obs_row; got lengths {sorted(lengths)}"
             )
-        n_steps = lengths.pop()
-        if int(n_steps) != n_steps or n_steps < 1:
-            raise ValueError(f"n_steps must be a positive integer; got {n_steps!r}")
-        self._set_model(transition, process_cov, obs_row, init_mean, init_cov, int(n_steps))
+        n_steps = check_integer(lengths.pop(), "n_steps", minimum=1)
+        self._set_model(transition, process_cov, obs_row, init_mean, init_cov, n_steps)
 
 
 class MarkovGP(KernelHyperparameters, StateSpacePrior):
@@ -160,6 +158,9 @@ class MarkovGP(KernelHyperparameters, StateSpacePrior):
     def __init__(self, kernel, t, learn_hyperparameters=False, hyper_max_iter=100):
         if not isinstance(kernel, Kernel):
             raise ValueError(f"kernel must be a models.gp.kernels.Kernel; got {type(kernel).__name__}")
+        kind = np.asarray(t).dtype.kind
+        if kind not in "iufO":
+            raise ValueError(f"t must be an array of real numbers; got dtype {np.asarray(t).dtype}")
         t = as_float(t, "t", ndim_min=1)
         if t.ndim != 1 or t.shape[0] < 1:
             raise ValueError(f"t must be a 1-D array of at least one time; got shape {t.shape}")
@@ -171,7 +172,7 @@ class MarkovGP(KernelHyperparameters, StateSpacePrior):
         self.t = t
         self.dt = np.concatenate([[0.0], np.diff(t)])
         self.learns_hyperparameters = bool(learn_hyperparameters)
-        self.hyper_max_iter = int(hyper_max_iter)
+        self.hyper_max_iter = check_integer(hyper_max_iter, "hyper_max_iter", minimum=1)
         self._set_kernel(kernel)
 
     def _set_kernel(self, kernel):
@@ -202,3 +203,4 @@ class MarkovGP(KernelHyperparameters, StateSpacePrior):
         """
         gamma, pi = message
         return log_normaliser_grad(np.asarray(log_params, float), self._build, gamma, pi, self.H[0])
+

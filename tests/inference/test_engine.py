@@ -101,3 +101,51 @@ def test_summary_mentions_every_block():
     fit = _logistic().fit()
     text = fit.summary()
     assert "ELBO" in text and "w:" in text and "converged" in text
+
+
+def _linear_regression(n=200, seed=4, noise_var=0.25):
+    rng = np.random.default_rng(seed)
+    X = np.column_stack([np.ones(n), rng.normal(size=(n, 2))])
+    y = X @ [0.3, -1.0, 0.7] + np.sqrt(noise_var) * rng.normal(size=n)
+    model = Model(latents={"w": Gaussian.from_mean_cov(np.zeros(3), np.eye(3))},
+                  factors=[glm.GLM(likelihoods.Gaussian(variance=noise_var), X, y, on="w")])
+    # the exact posterior by dense Bayesian linear regression
+    precision = np.eye(3) + X.T @ X / noise_var
+    return model, X, precision, np.linalg.solve(precision, X.T @ y / noise_var)
+
+
+def test_one_minibatch_epoch_sets_every_site_when_the_batch_size_does_not_divide_n():
+    # N = 200, |B| = 30: six batches of 30 and a last one of the 20 leftover points
+    model, X, precision, mean = _linear_regression()
+    n_batches = int(np.ceil(200 / 30))
+    before = model.fit(step=1.0, batch_size=30, minibatch="sites", init="prior", max_iter=n_batches - 1,
+                       warn=False)
+    assert np.count_nonzero(before.sites[0].precision == 0) == 200 - 30 * (n_batches - 1)
+    epoch = model.fit(step=1.0, batch_size=30, minibatch="sites", init="prior", max_iter=n_batches,
+                      warn=False)
+    np.testing.assert_allclose(epoch.sites[0].precision, 1 / 0.25, rtol=1e-14)
+    np.testing.assert_allclose(epoch.posterior["w"].precision, precision, rtol=1e-10)
+    np.testing.assert_allclose(epoch.posterior["w"].mean, mean, rtol=1e-10)
+
+
+def test_svi_scales_the_short_last_batch_by_its_own_size():
+    # with rho = 1 the SVI message is (N / |B|) times the batch's sites, |B| the actual batch size
+    model, X, _, _ = _linear_regression()
+    before = model.fit(step=1.0, batch_size=30, minibatch="svi", init="prior", max_iter=6, warn=False)
+    last = before.sites[0].precision == 0
+    assert np.count_nonzero(last) == 20
+    fit = model.fit(step=1.0, batch_size=30, minibatch="svi", init="prior", max_iter=7, warn=False)
+    expected = np.eye(3) + (200 / 20) * X[last].T @ X[last] / 0.25
+    np.testing.assert_allclose(fit.posterior["w"].precision, expected, rtol=1e-10)
+
+
+@pytest.mark.parametrize("make, name", [
+    (lambda: Decaying(power="a"), "power"), (lambda: Decaying(delay="a"), "delay"),
+    (lambda: Decaying(delay=np.nan), "delay"), (lambda: Decaying(rho0="0.5"), "rho0"),
+    (lambda: Fixed(True), "rho"), (lambda: Adaptive(grow="x"), "grow"),
+    (lambda: Adaptive(shrink=None), "shrink"), (lambda: Adaptive(min_rho="tiny"), "min_rho"),
+    (lambda: Adaptive(max_rho=[0.5]), "max_rho"),
+])
+def test_step_rule_arguments_of_the_wrong_type_raise_named_errors(make, name):
+    with pytest.raises(ValueError, match=rf"^{name} must be .*; got "):
+        make()

@@ -78,3 +78,21 @@ def test_model_arguments():
         Model(latents={"w": _prior()}, factors=[])
     with pytest.raises(ValueError, match=r"factors\[0\]"):
         Model(latents={"w": _prior()}, factors=["not a factor"])
+
+
+@pytest.mark.parametrize("options, name", [
+    (dict(batch_size="a"), "batch_size"), (dict(batch_size=2.5), "batch_size"),
+    (dict(batch_size=np.nan), "batch_size"), (dict(batch_size=np.inf), "batch_size"),
+    (dict(batch_size=True), "batch_size"), (dict(max_iter="a"), "max_iter"), (dict(tol="a"), "tol"),
+    (dict(tol=np.nan), "tol"),
+])
+def test_non_numeric_fit_options_raise_named_errors(options, name):
+    model = Model(latents={"w": _prior()}, factors=[_glm()])
+    with pytest.raises(ValueError, match=rf"^{name} must be .*; got "):
+        model.fit(**options)
+
+
+@pytest.mark.parametrize("exposure, shape", [(np.ones(3), r"\(3,\)"), (np.ones((2, 1)), r"\(2, 1\)")])
+def test_poisson_gamma_exposure_of_the_wrong_shape(exposure, shape):
+    with pytest.raises(ValueError, match=rf"exposure must be a scalar or have shape \(2,\).*got shape {shape}"):
+        PoissonGamma([1, 2], on="rate", exposure=exposure)

@@ -131,3 +131,65 @@ def test_logistic_estimator_takes_any_two_labels(logistic_data):
     np.testing.assert_array_equal(signs.predict_proba(X[:4, 1:]), coded.predict_proba(X[:4, 1:]))
     with pytest.raises(ValueError, match="y must hold exactly two classes.*got 3"):
         glm.BayesianLogisticRegression().fit(X[:, 1:], np.arange(len(y)) % 3)
+
+
+@pytest.fixture
+def poisson_exposure_data():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(60, 2)) * 0.5
+    exposure = rng.uniform(0.5, 3.0, size=60)
+    counts = rng.poisson(exposure * np.exp(0.4 + X @ [0.5, -0.7]))
+    return X, exposure, counts
+
+
+def test_predict_takes_the_per_point_parameter_of_new_inputs(poisson_exposure_data):
+    X, exposure, counts = poisson_exposure_data
+    est = glm.BayesianGLM(likelihoods.Poisson(exposure=exposure)).fit(X, counts)
+    new_exposure = np.linspace(0.5, 4.0, 7)
+    mean, var = est.predict_latent(X[:7])
+    # E[e exp(a)] under a ~ N(mean, var): the log-normal mean
+    np.testing.assert_allclose(est.predict(X[:7], exposure=new_exposure),
+                               new_exposure * np.exp(mean + var / 2), rtol=1e-12)
+    np.testing.assert_allclose(est.predict(X[:7], exposure=2.0), 2.0 * np.exp(mean + var / 2), rtol=1e-12)
+    # needed but missing, even when the row count equals the training N (no silent reuse)
+    with pytest.raises(ValueError, match=r"exposure must be given to predict, one value per row of X \(60\)"):
+        est.predict(X)
+    with pytest.raises(ValueError, match=r"exposure must be a scalar or have shape \(7,\).*got shape \(60,\)"):
+        est.predict(X[:7], exposure=exposure)
+    with pytest.raises(ValueError, match=r"unexpected keyword.*\['n_trials'\].*Poisson accepts only 'exposure'"):
+        est.predict(X[:7], n_trials=3)
+
+
+def test_predict_with_a_shared_or_no_per_point_parameter(poisson_exposure_data):
+    X, exposure, counts = poisson_exposure_data
+    est = glm.BayesianGLM(likelihoods.Poisson(exposure=2.0)).fit(X, counts)
+    mean, var = est.predict_latent(X[:5])
+    np.testing.assert_allclose(est.predict(X[:5]), 2.0 * np.exp(mean + var / 2), rtol=1e-12)
+    np.testing.assert_allclose(est.predict(X[:5], exposure=np.full(5, 3.0)), 3.0 * np.exp(mean + var / 2),
+                               rtol=1e-12)
+    with pytest.raises(ValueError, match=r"unexpected keyword.*\['exposure'\].*Gaussian accepts none"):
+        glm.BayesianGLM().fit(X, counts).predict(X[:5], exposure=1.0)
+
+
+def test_binomial_predict_uses_the_new_trials(poisson_exposure_data):
+    X, _, _ = poisson_exposure_data
+    rng = np.random.default_rng(6)
+    trials = rng.integers(1, 8, size=60)
+    successes = rng.binomial(trials, expit(X @ [1.0, -1.0]))
+    est = glm.BayesianGLM(likelihoods.BinomialLogit(n_trials=trials)).fit(X, successes)
+    mean, var = est.predict_latent(X[:4])
+    # E[n sigmoid(a)] under a ~ N(mean, var), by brute-force quadrature on a fine grid
+    grid = np.linspace(-12, 12, 20001)
+    density = np.exp(-0.5 * (grid[None] - mean[:, None]) ** 2 / var[:, None]) / np.sqrt(2 * np.pi * var[:, None])
+    ones = np.trapezoid(density * expit(grid)[None], grid, axis=1)
+    np.testing.assert_allclose(est.predict(X[:4], n_trials=[2, 3, 4, 5]), np.array([2, 3, 4, 5]) * ones, rtol=1e-7)
+    with pytest.raises(ValueError, match="n_trials must be given to predict"):
+        est.predict(X[:4])
+
+
+def test_estimator_rejects_empty_data_and_a_non_bool_intercept(poisson_exposure_data):
+    X, _, counts = poisson_exposure_data
+    with pytest.raises(ValueError, match=r"X must have at least one row.*got shape \(0, 2\)"):
+        glm.BayesianGLM().fit(X[:0], counts[:0])
+    with pytest.raises(ValueError, match="fit_intercept must be True or False; got 'no'"):
+        glm.BayesianGLM(fit_intercept="no").fit(X, counts)

@@ -193,3 +193,6 @@ def test_invalid_prior_arguments_are_named():
         gp.GP(kernel, np.zeros((5, 2)), mean=np.zeros(5))
     with pytest.raises(ValueError, match="X must be finite"):
         gp.GP(kernel, np.array([0.0, np.nan]))
+    for bad in ("a", -1, 2.5, True):
+        with pytest.raises(ValueError, match="hyper_max_iter must be an integer >= 1"):
+            gp.GP(kernel, np.zeros((5, 2)), hyper_max_iter=bad)

@@ -6,6 +6,8 @@ matrix): every fit must follow the same trajectory and give the same
 marginals and ELBO.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -194,3 +196,23 @@ def test_posteriors_do_not_share_the_blocks_scratch_arrays():
     again = block.posterior(first_sites)
     np.testing.assert_array_equal(again.mean, kept[0])
     assert again.log_normaliser == kept[2]
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda: lds.MarkovGP(K.Matern32(), np.arange(3.0), hyper_max_iter="a"),
+     r"hyper_max_iter must be an integer >= 1; got 'a'"),
+    (lambda: lds.MarkovGP(K.Matern32(), np.arange(3.0), hyper_max_iter=-1),
+     r"hyper_max_iter must be an integer >= 1; got -1"),
+    (lambda: lds.MarkovGP(K.Matern32(), np.arange(3.0), hyper_max_iter=2.5),
+     r"hyper_max_iter must be an integer >= 1; got 2.5"),
+    (lambda: lds.MarkovGP(K.Matern32(), np.arange(3.0) + 0j), r"t must be an array of real numbers; got dtype complex128"),
+    (lambda: lds.MarkovGP(K.Matern32(), np.arange(3).astype("datetime64[D]")),
+     r"t must be an array of real numbers; got dtype datetime64\[D\]"),
+    (lambda: lds.LDS(np.eye(2), np.eye(2), np.ones(2), np.zeros(2), np.eye(2), n_steps="a"),
+     r"n_steps must be an integer >= 1; got 'a'"),
+])
+def test_non_numeric_arguments_raise_named_errors(make, match):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")   # an error, not a ComplexWarning
+        with pytest.raises(ValueError, match=match):
+            make()
