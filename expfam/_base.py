@@ -296,7 +296,10 @@ class ExponentialFamily:
     def kl(self, other):
         """``KL(self || other)``; shape: the two batch shapes broadcast.
 
-        The Bregman divergence of ``A`` unless the family has a closed form (``_kl``).
+        The Bregman divergence of ``A`` unless the family has a closed form
+        (``_kl``).  KL is non-negative, so a value rounding made slightly
+        negative (near-identical pairs, about -1e-15) is returned as 0, which
+        is the nearer of the two to the exact value.
 
         Raises
         ------
@@ -305,7 +308,7 @@ class ExponentialFamily:
             K) differ from this one's, or its batch shape does not broadcast.
         """
         check_kl_other(self, other)
-        return self._kl(other)
+        return np.maximum(self._kl(other), 0.0)
 
     def _kl(self, other):
         """``KL(self || other)`` for a checked ``other``: the Bregman divergence of ``A``."""
