@@ -146,8 +146,7 @@ class BayesianGLM:
         if value.ndim > 1 or (value.ndim == 1 and value.shape[0] != n_rows):
             raise ValueError(f"{name} must be a scalar or have shape ({n_rows},), one per row of X; "
                              f"got shape {value.shape}")
-        # the per-point parameter is the likelihood's constructor keyword of that name
-        return type(likelihood)(**{name: per_point[name]}, n_points=likelihood.n_points)
+        return likelihood.with_per_point(per_point[name])
 
 
 class BayesianLogisticRegression(BayesianGLM):

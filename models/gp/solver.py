@@ -14,8 +14,8 @@ Two stable routes, both exact:
   ``B`` and one triangular inverse, both in place (LAPACK ``dpotrf``,
   ``dtrtri``), and two compiled passes over the triangles that collect the
   sums of squares below and the solve with ``B``.  Zero-precision (missing)
-  points need no special care in ``B``.  The marginal variances use ``L_B^{-1} S K = (L_B^T - L_B^{-1}) S^{-1}``,
-  so no ``N^3`` product is formed; points with ``pi_i = 0`` get their variance
+  points need no special care in ``B``.  The marginal variances use
+  ``L_B^{-1} S K = (L_B^T - L_B^{-1}) S^{-1}``, so no ``N^3`` product is formed; points with ``pi_i = 0`` get their variance
   from a triangular product.  The variances need ``diag(B^{-1})``, so
   ``dtrtri`` (as many flops as the Cholesky) is the floor of this route: about
   two Cholesky factorisations per call.
@@ -184,12 +184,13 @@ def _nonnegative_route(K, gamma, pi):
     # missing points) the site side would divide by a small s_j: there m = K alpha and
     # v_j = K_jj - ||L_B^T e_j - L_B^{-1} e_j||^2 / pi_j, split into its strict-lower, diagonal and
     # strict-upper parts; (B^{-1})_jj = 1 / L_jj^2 + col_part_j
-    mean = _symmetric_times(K, alpha)
     prior_var = np.diag(K)
     var = prior_var.copy()
     inv_diag = 1.0 / (diag * diag) + col_part
     dominant = pi * prior_var >= 1.0
     weak = observed & ~dominant
+    # K alpha only where some point needs it (GP regression with small noise needs none)
+    mean = np.empty(n) if np.all(dominant) else _symmetric_times(K, alpha)
     mean[dominant] = (scaled[dominant] - solved[dominant]) / s[dominant]
     var[dominant] = (1.0 - inv_diag[dominant]) / pi[dominant]
     d = pi[weak] * prior_var[weak] - row_part[weak]          # L_jj^2 - 1 without cancelling the 1

@@ -119,9 +119,35 @@ class Likelihood:
         Returns
         -------
         Likelihood
-            ``self`` when the likelihood has no per-point parameter.
+            ``self`` when the likelihood has no per-point parameter, or a shared one.
         """
-        return self
+        value = None if self.per_point_name is None else getattr(self, self.per_point_name)
+        if value is None or np.ndim(value) == 0:
+            return self
+        return self.with_per_point(np.asarray(value)[index])
+
+    def with_per_point(self, value):
+        """The same likelihood with its per-point parameter (``per_point_name``) set to ``value``.
+
+        Parameters
+        ----------
+        value : float or array_like, shape (M,)
+            E.g. the exposures or trial counts of M new points; validated by the constructor.
+
+        Returns
+        -------
+        Likelihood
+
+        Raises
+        ------
+        ValueError
+            If the likelihood has no per-point parameter.
+        """
+        if self.per_point_name is None:
+            raise ValueError(f"{type(self).__name__} has no per-point parameter")
+        # by convention the per-point parameter is the constructor keyword of that name, and
+        # n_points is the constructor's only other argument for these likelihoods
+        return type(self)(**{self.per_point_name: value}, n_points=self.n_points)
 
     def initial_latent(self, y):
         """A data-based guess of each ``a_i`` for the first sites, or None to start from empty sites.

@@ -88,7 +88,3 @@ class BinomialLogit(Likelihood):
     def _outside_support(self, y, per_point):
         return (y < 0) | (y > per_point) | ~is_integer(y)
 
-    def subset(self, index):
-        if np.ndim(self.n_trials) == 0:
-            return self
-        return BinomialLogit(n_trials=self.n_trials[index], n_points=self.n_points)

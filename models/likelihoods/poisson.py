@@ -93,11 +93,6 @@ class Poisson(Likelihood):
     def _outside_support(self, y, per_point):
         return (y < 0) | ~is_integer(y)
 
-    def subset(self, index):
-        if self.exposure is None or np.ndim(self.exposure) == 0:
-            return self
-        return Poisson(exposure=self.exposure[index], n_points=self.n_points)
-
     def _variational_expectations(self, mean, var, y, n_points=None):
         # numpy's SIMD exp is ~10x faster than a compiled scalar loop here; in-place to limit temporaries
         z = mean + self._offset

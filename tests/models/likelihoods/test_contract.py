@@ -213,6 +213,21 @@ def test_subset_slices_per_point_parameters(cls):
         np.testing.assert_array_equal(part, full[index])
 
 
+def test_with_per_point_replaces_the_per_point_parameter(cls):
+    case, lik, y = _setup(cls)
+    if lik.per_point_name is None:
+        with pytest.raises(ValueError, match="has no per-point parameter"):
+            lik.with_per_point(1.0)
+        return
+    index = np.array([4, 0, 2])
+    values = np.broadcast_to(getattr(lik, lik.per_point_name), y.shape)[index]
+    rebuilt = lik.with_per_point(values)
+    assert type(rebuilt) is type(lik) and rebuilt.n_points == lik.n_points
+    for full, part in zip(lik.variational_expectations(MEAN, VAR, y),
+                          rebuilt.variational_expectations(MEAN[index], VAR[index], y[index])):
+        np.testing.assert_array_equal(part, full[index])
+
+
 def test_per_point_parameters_must_match_the_data(cls):
     case, lik, y = _setup(cls)
     if lik.per_point_name is None:
