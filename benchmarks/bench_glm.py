@@ -17,10 +17,10 @@ import argparse
 import numpy as np
 from sklearn.datasets import load_breast_cancer
 
-from expfam import Gaussian
-from inference import Model
-from inference.baselines import gradient_vi
-from models import glm, likelihoods
+from efvi.expfam import Gaussian
+from efvi.inference import Model
+from efvi.inference.baselines import gradient_vi
+from efvi.models import glm, likelihoods
 
 from ._common import exact_elbo, interleaved_times, ratio_summary, time_to_reach
 

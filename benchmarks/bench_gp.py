@@ -6,7 +6,7 @@ Reports, for a Bernoulli-logit GP with a fixed Matern-3/2 kernel,
 
 * the time of one ``np.linalg.cholesky`` of the N x N kernel matrix (also
   LAPACK ``dpotrf`` through scipy, for reference);
-* the time of one conjugate computation (``models.gp.solver.site_posterior``:
+* the time of one conjugate computation (``efvi.models.gp.solver.site_posterior``:
   Cholesky of ``I + S K S``, its triangular inverse, marginals, log Z);
 * efvi's time per CVI iteration (median over the fit) divided by the
   Cholesky time (target: at most 1.5), the iterations to convergence with the
@@ -29,9 +29,9 @@ import time
 import numpy as np
 from scipy.linalg import lapack
 
-from inference import Model
-from models import Observe, gp, likelihoods
-from models.gp.solver import site_posterior
+from efvi.inference import Model
+from efvi.models import Observe, gp, likelihoods
+from efvi.models.gp.solver import site_posterior
 
 from ._common import interleaved_times, ratio_summary, time_to_reach
 

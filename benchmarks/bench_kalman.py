@@ -1,13 +1,13 @@
-"""Time one compiled Kalman filter + RTS smoother pass (models.lds) at T = 1e5 and 1e6, d = 1, 2, 3.
+"""Time one compiled Kalman filter + RTS smoother pass (efvi.models.lds) at T = 1e5 and 1e6, d = 1, 2, 3.
 
 For each size it reports the best of ``--repeats`` wall-clock runs, after a
 warm-up call that compiles (or loads from cache) the kernels, of
 
-* ``smoother``: :func:`models.lds.kalman_smoother`, all outputs (smoothed
+* ``smoother``: :func:`efvi.models.lds.kalman_smoother`, all outputs (smoothed
   state moments, lag-one cross-covariances, a-marginals, log Z);
-* ``marginals``: :func:`models.lds.smoothed_marginals`, a-marginals and log Z
+* ``marginals``: :func:`efvi.models.lds.smoothed_marginals`, a-marginals and log Z
   only (what a CVI site update needs);
-* ``filter``: :func:`models.lds.kalman_filter` alone;
+* ``filter``: :func:`efvi.models.lds.kalman_filter` alone;
 
 with constant ``A``, ``Q`` (given once) and with time-varying ``(T, d, d)``
 stacks (a Markov GP on irregular times).  Input validation is included.
@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from models.lds import kalman_filter, kalman_smoother, smoothed_marginals
+from efvi.models.lds import kalman_filter, kalman_smoother, smoothed_marginals
 
 
 def make_problem(rng, T, d, time_varying):

@@ -33,8 +33,8 @@ import time
 
 import numpy as np
 
-from inference import Model
-from models import Observe, gp, lds, likelihoods
+from efvi.inference import Model
+from efvi.models import Observe, gp, lds, likelihoods
 
 BAYESNEWTON_S_PER_ITER = 0.11
 LENGTHSCALE, VARIANCE = 50.0, 1.0

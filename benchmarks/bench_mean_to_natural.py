@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from expfam import Dirichlet, Gamma
+from efvi.expfam import Dirichlet, Gamma
 
 
 def _time_inverse(family, natural, repeats):

@@ -20,8 +20,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from _common import parse_args, save_figure
-from inference import Model
-from models import Observe, gp, lds, likelihoods
+from efvi.inference import Model
+from efvi.models import Observe, gp, lds, likelihoods
 
 FIRST_YEAR = 1851
 COUNTS = np.array([

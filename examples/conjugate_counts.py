@@ -17,8 +17,8 @@ import numpy as np
 from scipy import stats
 
 from _common import parse_args, save_figure
-from expfam import Beta, Gamma
-from inference import BinomialBeta, Model, PoissonGamma
+from efvi.expfam import Beta, Gamma
+from efvi.inference import BinomialBeta, Model, PoissonGamma
 
 
 def main(argv=None):

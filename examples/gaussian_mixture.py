@@ -16,8 +16,8 @@ from sklearn.datasets import load_iris
 from sklearn.mixture import BayesianGaussianMixture
 
 from _common import parse_args, save_figure
-from expfam import Categorical, Dirichlet, NormalWishart
-from inference import CategoricalDirichlet, GaussianMixture, Model
+from efvi.expfam import Categorical, Dirichlet, NormalWishart
+from efvi.inference import CategoricalDirichlet, GaussianMixture, Model
 
 
 class _StartFrom(BayesianGaussianMixture):

@@ -19,8 +19,8 @@ import numpy as np
 from sklearn.datasets import make_moons
 
 from _common import parse_args, save_figure
-from inference import Model
-from models import Observe, gp, likelihoods
+from efvi.inference import Model
+from efvi.models import Observe, gp, likelihoods
 
 
 def main(argv=None):

@@ -15,9 +15,9 @@ import numpy as np
 from sklearn.datasets import load_diabetes
 
 from _common import parse_args, save_figure
-from expfam import Gamma, Gaussian
-from inference import Model
-from models import glm, likelihoods
+from efvi.expfam import Gamma, Gaussian
+from efvi.inference import Model
+from efvi.models import glm, likelihoods
 
 
 def main(argv=None):

@@ -15,10 +15,10 @@ import numpy as np
 from sklearn.datasets import load_breast_cancer
 
 from _common import parse_args, save_figure
-from expfam import Gaussian
-from inference import Model
-from inference.baselines import gradient_vi
-from models import glm, likelihoods
+from efvi.expfam import Gaussian
+from efvi.inference import Model
+from efvi.inference.baselines import gradient_vi
+from efvi.models import glm, likelihoods
 
 
 def log2_loss(q, X, y):

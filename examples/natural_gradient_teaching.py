@@ -19,10 +19,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from _common import parse_args, save_figure
-from expfam import DiagonalGaussian, Gaussian
-from inference import Model
-from inference.baselines import gradient_vi
-from models import glm, likelihoods
+from efvi.expfam import DiagonalGaussian, Gaussian
+from efvi.inference import Model
+from efvi.inference.baselines import gradient_vi
+from efvi.models import glm, likelihoods
 
 
 def main(argv=None):

@@ -22,8 +22,8 @@ import numpy as np
 import statsmodels.api as sm
 
 from _common import parse_args, save_figure
-from inference import Model
-from models import Observe, lds, likelihoods
+from efvi.inference import Model
+from efvi.models import Observe, lds, likelihoods
 
 LEVEL_VAR, NOISE_VAR = 1469.1, 15099.0
 DF = 4.0

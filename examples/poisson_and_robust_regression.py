@@ -16,9 +16,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from _common import parse_args, save_figure
-from expfam import Gaussian
-from inference import Model
-from models import glm, likelihoods
+from efvi.expfam import Gaussian
+from efvi.inference import Model
+from efvi.models import glm, likelihoods
 
 
 def _fit(lik, X, y, prior_var):

@@ -18,8 +18,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from _common import parse_args, save_figure
-from inference import Model
-from models import Observe, lds, likelihoods
+from efvi.inference import Model
+from efvi.models import Observe, lds, likelihoods
 
 OMEGA, RADIUS, PROCESS_VAR = 2 * np.pi / 60.0, 0.99, 0.01
 Z90 = 1.6448536269514722

@@ -11,9 +11,9 @@ Run:  python examples/quickstart.py
 import numpy as np
 from sklearn.datasets import load_breast_cancer
 
-from expfam import Gaussian
-from inference import Model
-from models import glm, likelihoods
+from efvi.expfam import Gaussian
+from efvi.inference import Model
+from efvi.models import glm, likelihoods
 
 
 def main(argv=None):

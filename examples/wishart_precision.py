@@ -14,8 +14,8 @@ import numpy as np
 from sklearn.datasets import load_iris
 
 from _common import parse_args, save_figure
-from expfam import Gaussian, Wishart
-from inference import GaussianWishart, Model
+from efvi.expfam import Gaussian, Wishart
+from efvi.inference import GaussianWishart, Model
 
 
 def main(argv=None):

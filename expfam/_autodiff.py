@@ -38,7 +38,7 @@ def hessian_of_log_partition(log_partition, natural, event_ndims):
 
     Returns
     -------
-    array, shape ``batch + (P, P)``, with ``P`` the flattened size (:func:`expfam.flatten`).
+    array, shape ``batch + (P, P)``, with ``P`` the flattened size (:func:`efvi.expfam.flatten`).
     """
     natural = tuple(np.asarray(p, dtype=float) for p in natural)
     shapes = tuple(tuple(p.shape[p.ndim - k:]) if k else () for p, k in zip(natural, event_ndims))

@@ -92,7 +92,7 @@ class ExponentialFamily:
     def fisher(cls, natural):
         """Fisher information ``hess A(lambda)`` in flattened coordinates, shape ``batch + (P, P)``.
 
-        The flattening is :func:`expfam.flatten`: parts concatenated in order,
+        The flattening is :func:`efvi.expfam.flatten`: parts concatenated in order,
         matrix parts row-major over all their entries.
         """
         raise NotImplementedError(f"{cls.__name__}.fisher")

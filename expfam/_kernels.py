@@ -1,7 +1,7 @@
 """Compiled kernels for the Gamma and Dirichlet mean-parameter maps.
 
 Private: they take contiguous float64 arrays, assume validated input and are
-wrapped by :mod:`expfam._special`.  Everything is built on one evaluation of
+wrapped by :mod:`efvi.expfam._special`.  Everything is built on one evaluation of
 the digamma function and its first two derivatives at ``x > 0``,
 
 .. math::
@@ -20,7 +20,7 @@ digammas with one logarithm and no cancellation.
 
 Numba options are set here rather than imported from ``models`` because
 ``expfam`` imports neither of the other packages.  They match
-``models._numba.NUMBA_OPTIONS`` (cached, no fastmath, so NaN and inf keep their
+``efvi.models._numba.NUMBA_OPTIONS`` (cached, no fastmath, so NaN and inf keep their
 IEEE meaning) plus ``error_model="numpy"``: a division by zero gives inf as in
 numpy instead of raising, which is what lets LLVM vectorise the loops.
 """

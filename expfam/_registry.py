@@ -9,7 +9,7 @@ def register(cls):
     Parameters
     ----------
     cls : type
-        A subclass of :class:`expfam.ExponentialFamily` with a unique ``name``.
+        A subclass of :class:`efvi.expfam.ExponentialFamily` with a unique ``name``.
 
     Returns
     -------

@@ -12,7 +12,7 @@ involve the digamma function :math:`\\psi`:
   :math:`\\alpha` (solvable iff :math:`\\sum_k \\exp E\\log z_k < 1`).
 
 Both inverses are Halley/Chebyshev (cubically convergent) solves in compiled
-kernels (:mod:`expfam._kernels`), accurate to about 1e-13 relative plus what
+kernels (:mod:`efvi.expfam._kernels`), accurate to about 1e-13 relative plus what
 float64 mean parameters leave undetermined (about :math:`\\alpha_0 \\epsilon`
 for the Dirichlet, :math:`2 a \\epsilon |E \\log z|` for the Gamma shape).
 The forward Dirichlet map is computed here too, without the cancellation of

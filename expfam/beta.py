@@ -14,9 +14,9 @@ With :math:`a, b > 0`,
 with :math:`h(z) = 1`.  This is the Dirichlet on :math:`(z, 1 - z)` with
 :math:`\\alpha = (a, b)`, so every map (log-partition, mean parameters and
 their inverse, Fisher information), the entropy and the KL divergence (closed
-forms without cancellation, :mod:`expfam.dirichlet`) are the Dirichlet ones on
+forms without cancellation, :mod:`efvi.expfam.dirichlet`) are the Dirichlet ones on
 the stacked pair.  The support is the open interval :math:`0 < z < 1`; shapes
-far below 1 are held to about :math:`\\epsilon / a` relative (:mod:`expfam.gamma`).
+far below 1 are held to about :math:`\\epsilon / a` relative (:mod:`efvi.expfam.gamma`).
 """
 
 import autograd.numpy as anp

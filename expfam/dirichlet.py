@@ -16,19 +16,19 @@ measure on the first :math:`K - 1` coordinates is
 with :math:`h(z) = 1` and Fisher information
 :math:`F = \\operatorname{diag}(\\psi'(\\alpha)) - \\psi'(\\alpha_0) \\mathbf{1}\\mathbf{1}^T`.
 Both maps between :math:`\\lambda` and :math:`\\mu` go through
-:mod:`expfam._special`: the forward one avoids the cancellation in
+:mod:`efvi.expfam._special`: the forward one avoids the cancellation in
 :math:`\\psi(\\alpha_k) - \\psi(\\alpha_0)` when :math:`\\alpha_k` dominates, the
 inverse one is a vectorised Newton/Chebyshev solve.  Samples are drawn as
 normalised Gamma variates, formed in log space so that tiny concentrations
 do not give 0/0.  The support is the open simplex: ``logpdf`` is ``-inf`` at
 points with an entry <= 0 or whose entries do not sum to 1 within ``1e-10 K``.
 Concentrations far below 1 are held to about :math:`\\epsilon / \\alpha_k`
-relative, like the Gamma shape (:mod:`expfam.gamma`).
+relative, like the Gamma shape (:mod:`efvi.expfam.gamma`).
 
 Entropy and KL are closed forms without the cancellation of the generic
 Bregman route, which for :math:`\\alpha_0 = 10^8` loses 7 digits of a KL and can
 return a negative one.  With :math:`E` and the divergence pieces of
-:mod:`expfam._bregman`,
+:mod:`efvi.expfam._bregman`,
 :math:`H = \\sum_k E(\\alpha_k) - E(\\alpha_0) - (K - 1)\\psi(\\alpha_0)` (the
 :math:`\\alpha` terms of :math:`E` cancel exactly), and the KL, which is
 :math:`\\sum_k D(\\beta_k, \\alpha_k) - D(\\beta_0, \\alpha_0)` with :math:`D` the Bregman
@@ -124,7 +124,7 @@ class Dirichlet(ExponentialFamily):
 
     @classmethod
     def mean_to_natural(cls, mean):
-        """``(alpha - 1,)`` from ``(E log z,)`` by the solve of :mod:`expfam._special`.
+        """``(alpha - 1,)`` from ``(E log z,)`` by the solve of :mod:`efvi.expfam._special`.
 
         Raises
         ------

@@ -18,7 +18,7 @@ with base measure :math:`h(z) = 1` and Fisher information
     F = \\begin{pmatrix} \\psi'(a) & 1/b \\\\ 1/b & a / b^2 \\end{pmatrix}.
 
 The inverse map has no closed form: :math:`a` solves
-:math:`\\log a - \\psi(a) = \\log \\mu_2 - \\mu_1` (:mod:`expfam._special`), then
+:math:`\\log a - \\psi(a) = \\log \\mu_2 - \\mu_1` (:mod:`efvi.expfam._special`), then
 :math:`b = a / \\mu_2`.  The right-hand side is about :math:`1/(2a)`, so for
 large shapes the mean parameters themselves carry only about
 :math:`2 a \\epsilon |\\mu_1|` relative information about :math:`a`.
@@ -31,7 +31,7 @@ rejected by the constructor.
 
 Entropy and KL are closed forms without the cancellation of the generic
 Bregman route (which loses about :math:`a \\epsilon` absolute for large shapes).
-With :math:`E(a) = \\log\\Gamma(a) - (a - 1)\\psi(a) + a` (:mod:`expfam._bregman`),
+With :math:`E(a) = \\log\\Gamma(a) - (a - 1)\\psi(a) + a` (:mod:`efvi.expfam._bregman`),
 :math:`H = E(a) - \\log b`, and for :math:`q = (a, b)`, :math:`p = (c, d)`, with
 :math:`t = c / a`, :math:`v = d / b`,
 
@@ -132,7 +132,7 @@ class Gamma(ExponentialFamily):
 
     @classmethod
     def mean_to_natural(cls, mean):
-        """``(a - 1, -b)`` from ``(E log z, E z)`` by the shape solve of :mod:`expfam._special`.
+        """``(a - 1, -b)`` from ``(E log z, E z)`` by the shape solve of :mod:`efvi.expfam._special`.
 
         Raises
         ------

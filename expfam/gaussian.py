@@ -26,7 +26,7 @@ Hessian over all entries is the covariance of the flattened statistics
 which is :meth:`Gaussian.fisher` in flattened coordinates (``D + D*D``).
 
 Accuracy.  The maps go through Cholesky factors with refined inverses
-(:mod:`expfam._linalg`).  What limits a round trip is the representation: the
+(:mod:`efvi.expfam._linalg`).  What limits a round trip is the representation: the
 mean parameters hold :math:`V` only as :math:`\\mu_2 - \\mu_1 \\mu_1^T`, rounded to
 float64, so the precision comes back to about
 :math:`4 u \\|V^{-1}\\|_2 \\|\\mu_2\\|_F` relative (``u`` the unit roundoff), which is

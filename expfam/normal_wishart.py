@@ -43,7 +43,7 @@ i.e. :math:`E[\\Lambda\\mu] = \\nu W m`, :math:`E[\\mu^T\\Lambda\\mu] = D/\\beta
 :math:`\\Lambda` and mean :math:`\\mu` contributes :math:`(x, 1, x x^T, 1)` to
 :math:`\\lambda`, which is why this statistic suits conjugate mixture models.
 The Fisher information is the autograd Hessian of :math:`A`
-(:mod:`expfam._autodiff`).
+(:mod:`efvi.expfam._autodiff`).
 
 Samples are pairs ``(mu, precision)`` of arrays with shapes
 ``(n,) + batch + (D,)`` and ``(n,) + batch + (D, D)``; ``logpdf`` and

@@ -16,8 +16,8 @@ Every block also provides ``kl(q)``, the ``KL(q || p)`` term of the ELBO.
 
 import numpy as np
 
-import expfam
-from expfam import ExponentialFamily
+from .. import expfam
+from ..expfam import ExponentialFamily
 
 
 class InvalidPosterior(ValueError):
@@ -36,7 +36,7 @@ class Block:
     name : str
         The block's name in the model.
     family : type
-        The posterior's family class (``expfam.Gaussian`` for structured Gaussian blocks).
+        The posterior's family class (``efvi.expfam.Gaussian`` for structured Gaussian blocks).
     """
 
     name = None
@@ -81,7 +81,7 @@ class ExpFamBlock(Block):
     Parameters
     ----------
     name : str
-    prior : expfam.ExponentialFamily
+    prior : efvi.expfam.ExponentialFamily
         The prior, possibly batched (e.g. ``Gamma`` with batch shape ``(K,)``).
     """
 

@@ -1,6 +1,6 @@
 """The CVI engine's state and one iteration: site updates, step-size control, ELBO, minibatches.
 
-One iteration (a sweep) visits the blocks that factors touch; :mod:`inference.loop` drives
+One iteration (a sweep) visits the blocks that factors touch; :mod:`efvi.inference.loop` drives
 the sweeps.  For block ``b`` every
 factor ``k`` touching it is evaluated at the current posterior ``q``, giving
 site targets ``g_kb``, and (seed 000, eqs. 14 and 21)
@@ -19,8 +19,8 @@ import warnings
 
 import numpy as np
 
-from expfam import tree_add, tree_lerp, tree_scale, tree_sub
-from expfam._validation import check_integer
+from ..expfam import tree_add, tree_lerp, tree_scale, tree_sub
+from ..expfam._validation import check_integer
 
 from .acceleration import AndersonAccelerator
 from .blocks import InvalidPosterior
@@ -34,7 +34,7 @@ before (a linear rate above about 0.3): faster convergence does not repay the ex
 
 
 class Engine:
-    """Mutable state of one fit.  Built and driven by :meth:`inference.Model.fit`."""
+    """Mutable state of one fit.  Built and driven by :meth:`efvi.inference.Model.fit`."""
 
     def __init__(self, model, step=None, batch_size=None, minibatch="svi", seed=0, acceleration=True,
                  from_prior=False):

@@ -75,7 +75,7 @@ class Factor:
         Parameters
         ----------
         blocks : dict
-            Block name -> :class:`inference.blocks.Block` for every block the
+            Block name -> :class:`efvi.inference.blocks.Block` for every block the
             factor touches.
 
         Raises

@@ -13,7 +13,7 @@ GP classification), or faster.  So when the last three gains
 a constant rate, from above for a shrinking one (the tests check it within 5%
 along real fits).  That saves the step whose only use would be to confirm
 convergence.  With hyperparameters to learn it hands over to
-:func:`inference.hyperparameters.learn`, which calls :meth:`Loop.converge_sites`
+:func:`efvi.inference.hyperparameters.learn`, which calls :meth:`Loop.converge_sites`
 once per trial value.
 """
 

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from expfam._validation import check_integer
+from ..expfam._validation import check_integer
 
 from .blocks import as_block
 from .engine import Engine
@@ -20,7 +20,7 @@ class Model:
         Block name -> prior: an ``expfam`` distribution (e.g.
         ``Gaussian.from_mean_cov(m0, S0)``, ``Gamma(1.0, 1.0)``) or a
         structured Gaussian prior (``gp.GP``, ``lds.MarkovGP``, ``lds.LDS``).
-    factors : list of inference.Factor
+    factors : list of efvi.inference.Factor
         Likelihood terms; each names the blocks it touches.
 
     Raises
@@ -49,7 +49,7 @@ class Model:
         self.blocks = {name: as_block(name, prior) for name, prior in latents.items()}
         for i, factor in enumerate(factors):
             if not isinstance(factor, Factor):
-                raise ValueError(f"factors[{i}] must be an inference.Factor; got {type(factor).__name__}")
+                raise ValueError(f"factors[{i}] must be an efvi.inference.Factor; got {type(factor).__name__}")
             for role, block in factor.roles.items():
                 if block not in self.blocks:
                     raise ValueError(
@@ -65,8 +65,8 @@ class Model:
 
         Parameters
         ----------
-        step : None, "adaptive", "decaying", float or inference.StepRule
-            Step-size rule (see :mod:`inference.steps`).  Default: adaptive
+        step : None, "adaptive", "decaying", float or efvi.inference.StepRule
+            Step-size rule (see :mod:`efvi.inference.steps`).  Default: adaptive
             (accept a step only if the ELBO does not decrease) for deterministic
             fits, a Robbins-Monro decay for stochastic ones.
         max_iter : int
@@ -75,7 +75,7 @@ class Model:
             Stop when the relative ELBO change of one iteration is at most ``tol``,
             or (deterministic fits) when the ELBO still to gain, estimated from
             gains that shrink at least geometrically, is at most ``tol``
-            (relative; see :func:`inference.loop.estimated_remaining_gain`).
+            (relative; see :func:`efvi.inference.loop.estimated_remaining_gain`).
         batch_size : int, optional
             Data points per factor per iteration (minibatches); None uses all.
             Each epoch is one shuffle of the points; its last batch holds the
@@ -95,14 +95,14 @@ class Model:
             model (sites, step-size state and random state are restored).
         callback : callable, optional
             ``callback(info)`` after every iteration with an
-            :class:`inference.IterationInfo`; returning True stops the fit.
+            :class:`efvi.inference.IterationInfo`; returning True stops the fit.
         progress : bool
             Show a progress bar (tqdm).
         warn : bool
-            Emit :class:`inference.ConvergenceWarning` if ``max_iter`` is reached.
+            Emit :class:`efvi.inference.ConvergenceWarning` if ``max_iter`` is reached.
         acceleration : bool
             Anderson-accelerate the site iteration of single-block deterministic
-            fits with the adaptive step (:mod:`inference.acceleration`); a
+            fits with the adaptive step (:mod:`efvi.inference.acceleration`); a
             proposal is kept only if the ELBO does not decrease.
 
         Returns

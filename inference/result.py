@@ -4,14 +4,14 @@ import json
 
 import numpy as np
 
-import expfam
-from expfam import ExponentialFamily
+from .. import expfam
+from ..expfam import ExponentialFamily
 
 _FORMAT = "efvi-fit-1"
 
 
 class FitResult:
-    """What :meth:`inference.Model.fit` returns.
+    """What :meth:`efvi.inference.Model.fit` returns.
 
     Attributes
     ----------

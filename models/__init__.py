@@ -1,11 +1,11 @@
 """efvi models: likelihoods and structured priors on the shared Gaussian site path.
 
-* :mod:`models.likelihoods` -- ``p(y | a)`` for a scalar Gaussian latent ``a``,
+* :mod:`efvi.models.likelihoods` -- ``p(y | a)`` for a scalar Gaussian latent ``a``,
   with compiled Gauss-Hermite expectations;
-* :mod:`models.glm` -- ``GLM`` factors on a Gaussian weight block, and
+* :mod:`efvi.models.glm` -- ``GLM`` factors on a Gaussian weight block, and
   scikit-learn-style estimators;
-* :mod:`models.gp` -- Gaussian-process priors, kernels and estimators;
-* :mod:`models.lds` -- linear-Gaussian state-space priors and Markov GPs with a
+* :mod:`efvi.models.gp` -- Gaussian-process priors, kernels and estimators;
+* :mod:`efvi.models.lds` -- linear-Gaussian state-space priors and Markov GPs with a
   compiled Kalman smoother;
 * :class:`Observe` -- a likelihood on the values of a GP or state-space block.
 """

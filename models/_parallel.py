@@ -1,6 +1,6 @@
 """Running a per-point kernel over blocks of points on several threads.
 
-The compiled kernels are ``nogil`` (:mod:`models._numba`), and every point of
+The compiled kernels are ``nogil`` (:mod:`efvi.models._numba`), and every point of
 a per-point kernel (the likelihoods' quadrature uses this) is independent of
 the others.
 So a long array splits into one contiguous block per core, each block runs on

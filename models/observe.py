@@ -4,7 +4,7 @@ Point ``i`` of ``y`` observes ``a_i``, the ``i``-th value of the block (the
 function value ``f(x_i)`` of a GP, or ``H x_t`` of a state-space model), so the
 marginals are the block posterior's ``mean[i]`` and ``var[i]`` and the message
 to the block is the per-point site ``(gamma, pi)`` itself.  Everything else is
-the shared site path (:mod:`models.sites`).
+the shared site path (:mod:`efvi.models.sites`).
 """
 
 import numpy as np
@@ -17,7 +17,7 @@ class Observe(GaussianSiteFactor):
 
     Parameters
     ----------
-    likelihood : models.likelihoods.Likelihood
+    likelihood : efvi.models.likelihoods.Likelihood
     y : array_like, shape (N,)
         One observation per point of the block; NaN marks a missing one
         (interpolation / forecasting).

@@ -23,16 +23,16 @@ Missing observations (NaN in ``y``) keep empty sites.
 import numba
 import numpy as np
 
-from expfam import Gamma
-from inference import Factor, FactorEval
-from inference.factor import GaussianSiteView
+from ..expfam import Gamma
+from ..inference import Factor, FactorEval
+from ..inference.factor import GaussianSiteView
 
 from ._numba import NUMBA_OPTIONS
 from .likelihoods import Likelihood
 from .likelihoods.gaussian import gaussian_expectations, gaussian_precision_site
 
 COARSE_POINTS = 20
-"""Gauss-Hermite points used far from the optimum (see :meth:`inference.Factor.set_coarse`)."""
+"""Gauss-Hermite points used far from the optimum (see :meth:`efvi.inference.Factor.set_coarse`)."""
 
 
 class GaussianSiteFactor(Factor):
@@ -43,7 +43,7 @@ class GaussianSiteFactor(Factor):
 
     Parameters
     ----------
-    likelihood : models.likelihoods.Likelihood
+    likelihood : efvi.models.likelihoods.Likelihood
     y : array_like, shape (N,)
         Observations; NaN marks a missing value (its site stays empty).
     on : str
@@ -53,7 +53,7 @@ class GaussianSiteFactor(Factor):
     def __init__(self, likelihood, y, on):
         if not isinstance(likelihood, Likelihood):
             raise ValueError(
-                f"likelihood must be a models.likelihoods.Likelihood; got {type(likelihood).__name__}"
+                f"likelihood must be a efvi.models.likelihoods.Likelihood; got {type(likelihood).__name__}"
             )
         self.likelihood = likelihood
         self.y = likelihood.validate_y(y, "y")
@@ -93,7 +93,7 @@ class GaussianSiteFactor(Factor):
     def informed_sites(self, blocks):
         """The CVI targets at the likelihood's data-based guess of ``a`` with zero variance, or None.
 
-        See :meth:`models.likelihoods.Likelihood.initial_latent`.
+        See :meth:`efvi.models.likelihoods.Likelihood.initial_latent`.
         """
         if self.precision_block is not None:
             return None

@@ -2,10 +2,10 @@
 
 import numpy as np
 
-import expfam
-from expfam import Bernoulli, DiagonalGaussian, Dirichlet, Gamma, Gaussian
-from inference import Model
-from models import Observe, glm, gp, lds, likelihoods
+from efvi import expfam
+from efvi.expfam import Bernoulli, DiagonalGaussian, Dirichlet, Gamma, Gaussian
+from efvi.inference import Model
+from efvi.models import Observe, glm, gp, lds, likelihoods
 
 
 def test_design_section_6_walkthrough():

@@ -1,6 +1,6 @@
 """Baselines that CVI is compared against: plain-gradient VI (Adam / SGD).
 
-The Laplace approximation of a GLM lives beside the GLM (``models.glm.laplace``).
+The Laplace approximation of a GLM lives beside the GLM (``efvi.models.glm.laplace``).
 """
 
 from .gradient_vi import GradientVIResult, gradient_vi

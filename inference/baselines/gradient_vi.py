@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from expfam import Gaussian
+from ...expfam import Gaussian
 
 from ..blocks import ExpFamBlock
 
@@ -43,7 +43,7 @@ def gradient_vi(model, block, n_iter=1000, learning_rate=0.05, optimizer="adam",
 
     Parameters
     ----------
-    model : inference.Model
+    model : efvi.inference.Model
         A model whose only latent block ``block`` is a full-covariance Gaussian.
     block : str
     n_iter : int

@@ -10,7 +10,7 @@ With the Beta statistics ``(log p, log(1 - p))`` the site of point ``i`` is
 import numpy as np
 from scipy.special import gammaln
 
-from expfam import Beta
+from ...expfam import Beta
 
 from ..factor import FactorEval
 from ..summed import SummedSitesFactor, check_counts

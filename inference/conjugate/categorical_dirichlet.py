@@ -16,7 +16,7 @@ ELBO is that of the model without ``p0`` whatever placeholder was given.
 
 import numpy as np
 
-from expfam import Categorical, Dirichlet
+from ...expfam import Categorical, Dirichlet
 
 from ..factor import Factor, FactorEval
 

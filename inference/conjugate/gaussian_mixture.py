@@ -15,13 +15,13 @@ responsibilities ``r_ik = q(z_i = k)`` the sites are
 * means: ``r_ik (E[Lambda_k] x_i, -E[Lambda_k] / 2)``;
 * precisions: ``r_ik (1/2, -S_ik / 2)`` with ``S_ik = E[(x_i - mu_k)(x_i - mu_k)^T]``.
 
-The mixing weights enter through :class:`inference.CategoricalDirichlet`.
+The mixing weights enter through :class:`efvi.inference.CategoricalDirichlet`.
 """
 
 import numpy as np
 
-from expfam import Categorical, Gaussian, NormalWishart, Wishart
-from expfam._validation import as_float
+from ...expfam import Categorical, Gaussian, NormalWishart, Wishart
+from ...expfam._validation import as_float
 
 from ..factor import Factor, FactorEval
 

@@ -11,8 +11,8 @@ is ``(y_i, -e_i)`` whatever the posterior, and
 import numpy as np
 from scipy.special import gammaln
 
-from expfam import Gamma
-from expfam._validation import check_positive
+from ...expfam import Gamma
+from ...expfam._validation import check_positive
 
 from ..factor import FactorEval
 from ..summed import SummedSitesFactor, check_counts

@@ -7,7 +7,7 @@ batch shape ``(K,)`` or ``()``) with ``C`` values each, a factor
 .. math:: E_q[\\log f_i] = \\sum_c \\Big(\\prod_k q_k(c_k)\\Big) \\log f_i(c),
 
 a polynomial in the mean parameters, differentiated exactly by autograd
-(:class:`inference.generic.ExpectedLogFactor`).  For a single Bernoulli this is
+(:class:`efvi.inference.generic.ExpectedLogFactor`).  For a single Bernoulli this is
 ``mu f(1) + (1 - mu) f(0)`` (DESIGN.md section 3).
 """
 
@@ -16,7 +16,7 @@ import itertools
 import autograd.numpy as anp
 import numpy as np
 
-from expfam import Bernoulli, Categorical
+from ...expfam import Bernoulli, Categorical
 
 from .expected import ExpectedLogFactor
 

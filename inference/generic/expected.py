@@ -5,7 +5,7 @@ its gradient with respect to the mean parameters (seed 000, Theorem 1), so a
 factor whose expectation ``E_q[log f_i] = F_i(mu)`` can be written down
 deterministically needs nothing else: the site of data point ``i`` is
 ``grad_mu F_i(mu)``, computed here by autograd.  Exact enumeration for discrete
-blocks (:mod:`inference.generic.enumeration`) is built on this.
+blocks (:mod:`efvi.inference.generic.enumeration`) is built on this.
 """
 
 import numpy as np

@@ -19,7 +19,7 @@ import autograd.numpy as anp
 import numpy as np
 from autograd import elementwise_grad
 
-from expfam import DiagonalGaussian, Gaussian, flatten, unflatten
+from ...expfam import DiagonalGaussian, Gaussian, flatten, unflatten
 
 from ..factor import FactorEval
 from ..summed import SummedSitesFactor

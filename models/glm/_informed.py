@@ -1,7 +1,7 @@
 """The weights a diagonal (mean-field) GLM posterior starts from.
 
 A full-covariance GLM starts from sites formed at the likelihood's data-based
-guess of each ``a_i`` (:meth:`models.likelihoods.Likelihood.initial_latent`):
+guess of each ``a_i`` (:meth:`efvi.models.likelihoods.Likelihood.initial_latent`):
 its first posterior mean is then the weighted least-squares (IRLS) solution
 
 .. math:: (\\Lambda_0 + X^T \\Pi X) w = \\Lambda_0 m_0 + X^T \\gamma .

@@ -7,9 +7,9 @@ predictive of the likelihood.
 
 import numpy as np
 
-from expfam import DiagonalGaussian, Gaussian
-from expfam._validation import as_float, check_positive
-from inference import Model
+from ...expfam import DiagonalGaussian, Gaussian
+from ...expfam._validation import as_float, check_positive
+from ...inference import Model
 
 from .. import likelihoods
 from .._labels import binary_labels
@@ -21,7 +21,7 @@ class BayesianGLM:
 
     Parameters
     ----------
-    likelihood : models.likelihoods.Likelihood, optional
+    likelihood : efvi.models.likelihoods.Likelihood, optional
         Default: ``likelihoods.Gaussian(variance=1.0)``.
     prior_var : float
         Prior variance of each weight (``w ~ N(0, prior_var I)``), intercept included.
@@ -30,7 +30,7 @@ class BayesianGLM:
     covariance : {"full", "diag"}
         Full-covariance Gaussian or mean-field (DiagonalGaussian) posterior.
     max_iter, tol, step, batch_size, seed :
-        Passed to :meth:`inference.Model.fit`.
+        Passed to :meth:`efvi.inference.Model.fit`.
 
     Attributes
     ----------
@@ -40,8 +40,8 @@ class BayesianGLM:
         Posterior mean of the intercept (0 without one).
     coef_cov_ : ndarray, shape (D', D')
         Posterior covariance of all weights (intercept first when fitted).
-    posterior_ : expfam.Gaussian or expfam.DiagonalGaussian
-    fit_result_ : inference.FitResult
+    posterior_ : efvi.expfam.Gaussian or efvi.expfam.DiagonalGaussian
+    fit_result_ : efvi.inference.FitResult
     n_iter_, converged_, lower_bounds_ :
         Iterations, convergence flag and ELBO trace.
     """

@@ -10,7 +10,7 @@ i.e. the message to a full-covariance Gaussian block is
 ``(X^T gamma, -X^T diag(pi) X / 2)``, built with ``dsyrk``.  The marginals are
 ``m_i = x_i^T m`` and ``v_i = ||R^T x_i||^2`` with ``R`` the Cholesky factor
 of the covariance.  Each of the two reads ``X`` once, in cache-sized blocks
-of rows (:mod:`models.glm._linalg`).
+of rows (:mod:`efvi.models.glm._linalg`).
 
 For a DiagonalGaussian block (mean field over weights) the natural gradient of
 ``E[log p(y_i | a_i)]`` with respect to the diagonal mean parameters
@@ -21,8 +21,8 @@ part depends on the current mean, so those sites also keep that ``(N, D)`` part
 
 import numpy as np
 
-from expfam import DiagonalGaussian, Gaussian
-from expfam._validation import as_float
+from ...expfam import DiagonalGaussian, Gaussian
+from ...expfam._validation import as_float
 
 from ..sites import GaussianSiteFactor
 from ._informed import informed_weights
@@ -34,7 +34,7 @@ class GLM(GaussianSiteFactor):
 
     Parameters
     ----------
-    likelihood : models.likelihoods.Likelihood
+    likelihood : efvi.models.likelihoods.Likelihood
         E.g. ``likelihoods.BernoulliLogit()`` or ``likelihoods.Gaussian(variance=0.1)``
         or ``likelihoods.Gaussian(precision="tau")`` with a Gamma block ``tau``.
     X : array_like, shape (N, D)

@@ -8,7 +8,7 @@ compiled first and second derivatives; the Laplace posterior is
 
 import numpy as np
 
-from expfam import Gaussian
+from ...expfam import Gaussian
 
 from ._linalg import weighted_gram
 
@@ -18,7 +18,7 @@ def laplace(likelihood, X, y, prior_mean, prior_cov, tol=1e-10, max_iter=100):
 
     Parameters
     ----------
-    likelihood : models.likelihoods.Likelihood
+    likelihood : efvi.models.likelihoods.Likelihood
         Log-concave for Newton's method to be reliable.
     X : ndarray, shape (N, D)
     y : ndarray, shape (N,)
@@ -30,7 +30,7 @@ def laplace(likelihood, X, y, prior_mean, prior_cov, tol=1e-10, max_iter=100):
 
     Returns
     -------
-    posterior : expfam.Gaussian
+    posterior : efvi.expfam.Gaussian
         ``N(w_MAP, H^{-1})``.
     n_iter : int
     """

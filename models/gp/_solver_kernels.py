@@ -1,4 +1,4 @@
-"""Compiled O(N^2) passes of the GP solver (:mod:`models.gp.solver`).
+"""Compiled O(N^2) passes of the GP solver (:mod:`efvi.models.gp.solver`).
 
 Each replaces several passes over an N x N matrix (numpy temporaries, or a
 LAPACK solve beside a separate sum of squares) by one; at N = 2000 together
@@ -9,7 +9,7 @@ they cut about 15% off a conjugate computation, whose floor is LAPACK's
 import numba
 import numpy as np
 
-from models._numba import NUMBA_OPTIONS
+from .._numba import NUMBA_OPTIONS
 
 
 @numba.jit(**NUMBA_OPTIONS)

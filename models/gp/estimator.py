@@ -7,7 +7,7 @@ the posterior predictive at new inputs.
 
 import numpy as np
 
-from inference import Model
+from ...inference import Model
 
 from .. import likelihoods
 from .._labels import binary_labels
@@ -52,7 +52,7 @@ class GPRegressor(_GPEstimator):
 
     Parameters
     ----------
-    kernel : models.gp.kernels.Kernel
+    kernel : efvi.models.gp.kernels.Kernel
     noise_variance : float
     learn_hyperparameters : bool
     """
@@ -77,7 +77,7 @@ class GPClassifier(_GPEstimator):
 
     Parameters
     ----------
-    kernel : models.gp.kernels.Kernel
+    kernel : efvi.models.gp.kernels.Kernel
     link : {"logit", "probit"}
     learn_hyperparameters : bool
     """

@@ -1,8 +1,8 @@
 """The Gaussian-process prior as a latent block: ``f = (f(x_1), ..., f(x_N)) ~ N(mu_0, K)``.
 
-Factors on a GP block (:class:`models.Observe`) send per-point 1-D sites
+Factors on a GP block (:class:`efvi.models.Observe`) send per-point 1-D sites
 ``(gamma_i, pi_i)``; the block's conjugate computation is GP regression with
-per-point noise (:func:`models.gp.solver.site_posterior`).  Its KL term is
+per-point noise (:func:`efvi.models.gp.solver.site_posterior`).  Its KL term is
 ``KL(q || p) = sum_i E_q[log t_i(f_i)] - log Z``, so the ELBO is the site
 formula of DESIGN.md section 4; the solver evaluates the same number as
 ``(m^T K^{-1} m - sum_i pi_i v_i + log|I + S K S|) / 2``, which has no terms
@@ -10,7 +10,7 @@ that grow with the site precisions (accurate at small noise).
 
 Hyperparameters (``learn_hyperparameters=True``) are learned by the engine's
 L-BFGS on the ELBO with the sites re-converged at each trial value
-(:mod:`inference.hyperparameters`).  At converged sites the ELBO's gradient is
+(:mod:`efvi.inference.hyperparameters`).  At converged sites the ELBO's gradient is
 that of ``log Z(theta)`` with the sites held fixed,
 ``(1/2) tr((alpha alpha^T - W) dK/dtheta)``, which :meth:`GP.log_normaliser`
 computes with one reverse pass of autograd through the kernel matrix.
@@ -19,9 +19,9 @@ computes with one reverse pass of autograd through the kernel matrix.
 import numpy as np
 from autograd import make_vjp
 
-from expfam import Gaussian
-from expfam._validation import as_float, check_integer
-from inference import Block
+from ...expfam import Gaussian
+from ...expfam._validation import as_float, check_integer
+from ...inference import Block
 
 from .._hyper import KernelHyperparameters
 
@@ -94,7 +94,7 @@ class GP(KernelHyperparameters, Block):
 
     Parameters
     ----------
-    kernel : models.gp.kernels.Kernel
+    kernel : efvi.models.gp.kernels.Kernel
     X : array_like, shape (N, D) or (N,)
     mean : float
         Constant prior mean.
@@ -108,7 +108,7 @@ class GP(KernelHyperparameters, Block):
 
     def __init__(self, kernel, X, mean=0.0, learn_hyperparameters=False, hyper_max_iter=100):
         if not isinstance(kernel, Kernel):
-            raise ValueError(f"kernel must be a models.gp.kernels.Kernel; got {type(kernel).__name__}")
+            raise ValueError(f"kernel must be a efvi.models.gp.kernels.Kernel; got {type(kernel).__name__}")
         self.X = as_inputs(X, "X")
         if self.X.shape[0] == 0:
             raise ValueError(f"X must hold at least one input point; got shape {self.X.shape}")

@@ -21,7 +21,7 @@ Two stable routes, both exact:
   two Cholesky factorisations per call.
 * some ``pi_i < 0`` (Student-t): with ``K = L L^T``, ``M = I + L^T Pi L`` and
   ``Sigma = L M^{-1} L^T``; ``M`` is positive definite exactly when the
-  posterior is valid, otherwise :class:`inference.InvalidPosterior` is raised
+  posterior is valid, otherwise :class:`efvi.inference.InvalidPosterior` is raised
   and the engine shortens the step.
 
 Either way ``alpha = K^{-1} m = gamma - pi * m`` and predictions at new inputs
@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg import blas, lapack, solve_triangular
 
-from inference import InvalidPosterior
+from ...inference import InvalidPosterior
 
 from ._solver_kernels import forward_pass, scaled_plus_identity_lower, transposed_pass
 
@@ -138,7 +138,7 @@ def site_posterior(K, natural_mean, precision, jitter=1e-10):
 
     Raises
     ------
-    inference.InvalidPosterior
+    efvi.inference.InvalidPosterior
         If the sites make the posterior covariance non-positive-definite.
     """
     if np.any(precision < 0):

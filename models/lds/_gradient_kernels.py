@@ -4,13 +4,13 @@ Fisher's identity written with the smoother's moments (Koopman and Shephard's
 exact score): no ``Q_t^{-1}`` is needed, only the inverse of each predicted
 covariance, so singular ``Q_t`` (tied times, constant or periodic kernel
 parts) and very short gaps stay exact.  Used by
-:mod:`models.lds.fisher_identity`.
+:mod:`efvi.models.lds.fisher_identity`.
 """
 
 import numba
 import numpy as np
 
-from models._numba import NUMBA_OPTIONS
+from .._numba import NUMBA_OPTIONS
 
 from ._small import _ldl, _ldl_solve
 

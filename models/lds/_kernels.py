@@ -71,7 +71,7 @@ import math
 import numba
 import numpy as np
 
-from models._numba import NUMBA_OPTIONS
+from .._numba import NUMBA_OPTIONS
 
 from ._small import _affine, _copy_into, _fresh, _ldl, _ldl_solve, _set
 

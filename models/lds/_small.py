@@ -28,7 +28,7 @@ from numba.core import types
 from numba.cpython.unsafe.tuple import tuple_setitem
 from numba.extending import overload
 
-from models._numba import NUMBA_OPTIONS
+from .._numba import NUMBA_OPTIONS
 
 TUPLE_MAX_D = 3
 """Largest state dimension whose work variables are tuples (see the module notes)."""

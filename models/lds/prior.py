@@ -2,9 +2,9 @@
 
 The prior is ``x_0 ~ N(m_0, P_0)``, ``x_t = A_t x_{t-1} + q_t``,
 ``q_t ~ N(0, Q_t)``, and time step ``t`` is observed through the scalar
-``a_t = H_t x_t``.  Factors (:class:`models.Observe`) send per-step 1-D sites
+``a_t = H_t x_t``.  Factors (:class:`efvi.models.Observe`) send per-step 1-D sites
 ``(gamma_t, pi_t)``; the block's conjugate computation is one compiled Kalman
-filter and RTS smoother pass over the sites (:mod:`models.lds.smoother`), which
+filter and RTS smoother pass over the sites (:mod:`efvi.models.lds.smoother`), which
 returns the marginals of ``a_t`` and ``log Z``, at ``O(T d^3)`` cost.  The
 matrices are validated once, when the block is built; each iteration then
 calls the compiled kernels directly.
@@ -12,15 +12,15 @@ calls the compiled kernels directly.
 A Markov GP is the state-space form of a GP with a Matern (or sum of Matern)
 kernel of time: ``A_t = expm(F dt_t)``, ``Q_t = Pinf - A_t Pinf A_t^T``,
 ``m_0 = 0``, ``P_0 = Pinf``.  Its hyperparameters are learned like the GP's
-(:mod:`inference.hyperparameters`); the gradient of ``log Z(theta)`` with the
-sites fixed comes from Fisher's identity (:mod:`models.lds.fisher_identity`).
+(:mod:`efvi.inference.hyperparameters`); the gradient of ``log Z(theta)`` with the
+sites fixed comes from Fisher's identity (:mod:`efvi.models.lds.fisher_identity`).
 """
 
 import numpy as np
 
-from expfam import Gaussian
-from expfam._validation import as_float, check_integer
-from inference import Block, InvalidPosterior
+from ...expfam import Gaussian
+from ...expfam._validation import as_float, check_integer
+from ...inference import Block, InvalidPosterior
 
 from .._hyper import KernelHyperparameters
 from ..gp.kernels import Kernel
@@ -145,7 +145,7 @@ class MarkovGP(KernelHyperparameters, StateSpacePrior):
 
     Parameters
     ----------
-    kernel : models.gp.kernels.Kernel
+    kernel : efvi.models.gp.kernels.Kernel
         A kernel with a state-space form (see ``docs/kernels.md``).
     t : array_like, shape (T,)
         Non-decreasing times (irregular spacing allowed).
@@ -157,7 +157,7 @@ class MarkovGP(KernelHyperparameters, StateSpacePrior):
 
     def __init__(self, kernel, t, learn_hyperparameters=False, hyper_max_iter=100):
         if not isinstance(kernel, Kernel):
-            raise ValueError(f"kernel must be a models.gp.kernels.Kernel; got {type(kernel).__name__}")
+            raise ValueError(f"kernel must be a efvi.models.gp.kernels.Kernel; got {type(kernel).__name__}")
         kind = np.asarray(t).dtype.kind
         if kind not in "iufO":
             raise ValueError(f"t must be an array of real numbers; got dtype {np.asarray(t).dtype}")

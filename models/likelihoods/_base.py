@@ -13,7 +13,7 @@ from which the engine forms the 1-D Gaussian site
 :math:`\gamma_i = \partial E_i/\partial m_i + \pi_i m_i`.
 
 A subclass declares its maths as three compiled scalar functions (see
-:mod:`models.likelihoods._kernels`): ``_log_lik`` (the :math:`a`-dependent part
+:mod:`efvi.models.likelihoods._kernels`): ``_log_lik`` (the :math:`a`-dependent part
 of :math:`\log p` and two derivatives), ``_log_base`` (the rest) and
 ``_moments`` (:math:`\mathbb E[y \mid a]`, :math:`\operatorname{Var}[y \mid a]`),
 plus its global parameters (``_params``), its per-point parameter
@@ -27,7 +27,7 @@ every closed form can be tested against them.
 
 import numpy as np
 
-from expfam._validation import as_float
+from ...expfam._validation import as_float
 
 from .._parallel import map_points
 from . import _kernels
@@ -61,7 +61,7 @@ class Likelihood:
     ----------
     n_points : int, optional
         Gauss-Hermite points for expectations that have no closed form.
-        Default None: the adaptive ladder of :mod:`models.likelihoods._quadrature`
+        Default None: the adaptive ladder of :mod:`efvi.models.likelihoods._quadrature`
         (3 points where ``v_i`` is small, up to 160 where it is large);
         every method also takes ``n_points`` per call.
 

@@ -27,7 +27,7 @@ from them by the quadrature error, which stalls an ELBO-checked step size).
 The symmetric nodes are summed in pairs, :math:`z_k (\ell'(m + s z_k) - \ell'(m - s z_k))`,
 so the :math:`v` derivative has no cancellation as :math:`v \to 0`, where it
 tends to Price's form.  Each point's rule comes from the adaptive ladder of
-:mod:`models.likelihoods._quadrature`.  A NaN :math:`y_i` is a missing observation: its three
+:mod:`efvi.models.likelihoods._quadrature`.  A NaN :math:`y_i` is a missing observation: its three
 outputs are exactly 0.
 
 The scalar functions are passed as first-class function values with fixed
@@ -43,7 +43,7 @@ import numba
 import numpy as np
 from numba import types
 
-from models._numba import NUMBA_OPTIONS
+from .._numba import NUMBA_OPTIONS
 
 _F8 = types.float64
 _VEC = types.float64[::1]

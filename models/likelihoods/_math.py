@@ -42,7 +42,7 @@ import math
 
 import numba
 
-from models._numba import NUMBA_OPTIONS
+from .._numba import NUMBA_OPTIONS
 
 LOG_2PI = math.log(2.0 * math.pi)
 _SQRT_2 = math.sqrt(2.0)

@@ -21,7 +21,7 @@ import numpy as np
 from scipy.special import log_ndtr as _scipy_log_ndtr
 from scipy.special import ndtr as _scipy_ndtr
 
-from models._numba import NUMBA_OPTIONS
+from .._numba import NUMBA_OPTIONS
 
 from ._base import Likelihood
 from ._math import log_ndtr, ndtr, no_base_term

@@ -18,8 +18,8 @@ import math
 import numba
 import numpy as np
 
-from expfam._validation import as_float
-from models._numba import NUMBA_OPTIONS
+from ...expfam._validation import as_float
+from .._numba import NUMBA_OPTIONS
 
 from ._base import Likelihood
 from ._checks import describe, is_integer, per_point_vector

@@ -27,8 +27,8 @@ import math
 import numba
 import numpy as np
 
-from expfam._validation import check_positive
-from models._numba import NUMBA_OPTIONS
+from ...expfam._validation import check_positive
+from .._numba import NUMBA_OPTIONS
 
 from ._base import Likelihood, zero_missing
 from ._quadrature import DEFAULT_N_POINTS

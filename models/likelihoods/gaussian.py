@@ -31,8 +31,8 @@ import math
 import numba
 import numpy as np
 
-from expfam._validation import as_float, check_positive
-from models._numba import NUMBA_OPTIONS
+from ...expfam._validation import as_float, check_positive
+from .._numba import NUMBA_OPTIONS
 
 from ._base import Likelihood, zero_missing
 from ._checks import check_gaussian_marginals, check_same_length

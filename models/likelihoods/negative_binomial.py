@@ -26,8 +26,8 @@ import math
 import numba
 import numpy as np
 
-from expfam._validation import check_positive
-from models._numba import NUMBA_OPTIONS
+from ...expfam._validation import check_positive
+from .._numba import NUMBA_OPTIONS
 
 from ._base import Likelihood
 from ._checks import is_integer

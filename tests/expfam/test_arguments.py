@@ -6,8 +6,8 @@ import re
 import numpy as np
 import pytest
 
-import expfam
-from expfam import Bernoulli, Categorical, DiagonalGaussian, Dirichlet, Gamma, Gaussian, NormalWishart, Wishart
+from efvi import expfam
+from efvi.expfam import Bernoulli, Categorical, DiagonalGaussian, Dirichlet, Gamma, Gaussian, NormalWishart, Wishart
 
 _KL_EVENT_MISMATCH = [
     (Gaussian.from_mean_cov(np.zeros(2), np.eye(2)), Gaussian.from_mean_cov(np.zeros(3), np.eye(3)),

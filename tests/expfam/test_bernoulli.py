@@ -3,7 +3,7 @@
 import numpy as np
 from scipy import special
 
-from expfam import Bernoulli
+from efvi.expfam import Bernoulli
 
 LARGE = np.array([-1000.0, -50.0, -30.0, 30.0, 50.0, 1000.0])
 

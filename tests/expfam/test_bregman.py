@@ -1,4 +1,4 @@
-"""The log-gamma Bregman pieces of expfam._bregman against mpmath.
+"""The log-gamma Bregman pieces of efvi.expfam._bregman against mpmath.
 
 The references subtract numbers of size ``a log a`` (up to 1e13) to get
 divergences down to 1e-32, so mpmath works with 80 digits.
@@ -8,7 +8,7 @@ import mpmath
 import numpy as np
 import pytest
 
-from expfam._bregman import ASYMPTOTIC_MIN, binet_bregman, entropy_part, gammaln_bregman, log_gap, xlogx_gap
+from efvi.expfam._bregman import ASYMPTOTIC_MIN, binet_bregman, entropy_part, gammaln_bregman, log_gap, xlogx_gap
 
 DIGITS = 80
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import special
 
-from expfam import Categorical
+from efvi.expfam import Categorical
 
 
 def test_sufficient_stats_are_one_hot_without_the_last_class():

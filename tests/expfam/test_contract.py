@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-import expfam
+from efvi import expfam
 
 from .cases import CASES
 
@@ -66,7 +66,7 @@ def _autograd_mean(family, natural):
 
 
 def _unflatten(flat, like, event_ndims):
-    """:func:`expfam.unflatten` written with ``autograd.numpy`` so that it can be differentiated."""
+    """:func:`efvi.expfam.unflatten` written with ``autograd.numpy`` so that it can be differentiated."""
     parts, start = [], 0
     for part, ndim in zip(like, event_ndims):
         event = np.shape(part)[np.ndim(part) - ndim:]

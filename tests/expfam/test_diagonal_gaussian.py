@@ -3,7 +3,7 @@
 import autograd
 import numpy as np
 
-from expfam import DiagonalGaussian, Gaussian, flatten
+from efvi.expfam import DiagonalGaussian, Gaussian, flatten
 
 
 def _pair(rng, batch=(3,), dim=4):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from expfam import Beta, Dirichlet, ExponentialFamily
+from efvi.expfam import Beta, Dirichlet, ExponentialFamily
 
 DIGITS = 60
 EPS = np.finfo(float).eps

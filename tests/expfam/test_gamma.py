@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from expfam import ExponentialFamily, Gamma
+from efvi.expfam import ExponentialFamily, Gamma
 
 DIGITS = 60
 EPS = np.finfo(float).eps

@@ -5,8 +5,8 @@ import autograd.numpy as anp
 import numpy as np
 import pytest
 
-from expfam import Gaussian, flatten
-from expfam._autodiff import hessian_of_log_partition
+from efvi.expfam import Gaussian, flatten
+from efvi.expfam._autodiff import hessian_of_log_partition
 
 from ._matrices import random_spd
 
@@ -134,7 +134,7 @@ def test_round_trip_at_condition_number_1e6_with_zero_mean_is_within_cond_times_
 
 
 def test_closed_form_kl_and_entropy_agree_with_the_generic_bregman_route():
-    from expfam import DiagonalGaussian, ExponentialFamily
+    from efvi.expfam import DiagonalGaussian, ExponentialFamily
 
     rng = np.random.default_rng(11)
     A, B = rng.normal(size=(2, 3, 4, 4))

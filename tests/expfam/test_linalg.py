@@ -5,7 +5,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from expfam import _linalg
+from efvi.expfam import _linalg
 
 from ._matrices import random_spd
 

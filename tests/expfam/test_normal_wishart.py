@@ -5,7 +5,7 @@ import pytest
 from scipy.special import polygamma
 from scipy.stats import multivariate_normal
 
-from expfam import NormalWishart, Wishart
+from efvi.expfam import NormalWishart, Wishart
 
 from ._matrices import random_spd
 

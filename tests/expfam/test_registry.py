@@ -2,8 +2,8 @@
 
 import pytest
 
-import expfam
-from expfam import ExponentialFamily
+from efvi import expfam
+from efvi.expfam import ExponentialFamily
 
 REQUIRED = ["bernoulli", "beta", "categorical", "diagonal_gaussian", "dirichlet", "gamma", "gaussian", "wishart"]
 

@@ -1,11 +1,11 @@
-"""The digamma kernels and solves of expfam._special against scipy and exact identities."""
+"""The digamma kernels and solves of efvi.expfam._special against scipy and exact identities."""
 
 import numpy as np
 import pytest
 from scipy import special
 
-from expfam import _kernels
-from expfam._special import dirichlet_from_mean_log, dirichlet_mean_log, gamma_shape_from_log_gap
+from efvi.expfam import _kernels
+from efvi.expfam._special import dirichlet_from_mean_log, dirichlet_mean_log, gamma_shape_from_log_gap
 
 EPS = np.finfo(float).eps
 

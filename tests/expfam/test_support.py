@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-import expfam
-from expfam import (Bernoulli, Beta, Categorical, DiagonalGaussian, Dirichlet, Gamma, Gaussian, NormalWishart,
+from efvi import expfam
+from efvi.expfam import (Bernoulli, Beta, Categorical, DiagonalGaussian, Dirichlet, Gamma, Gaussian, NormalWishart,
                     Wishart)
 
 _NOT_SYMMETRIC = [[2.0, 0.5], [0.0, 2.0]]

@@ -7,8 +7,8 @@ import pytest
 from scipy.special import digamma, multigammaln as scipy_multigammaln
 from scipy.stats import wishart
 
-from expfam import Wishart, flatten
-from expfam.wishart import df_from_logdet_gap, multigammaln
+from efvi.expfam import Wishart, flatten
+from efvi.expfam.wishart import df_from_logdet_gap, multigammaln
 
 from ._matrices import random_spd
 

@@ -6,8 +6,8 @@ from scipy import integrate
 from scipy.special import gammaln, multigammaln
 from scipy.stats import binom, gamma, poisson, beta as beta_dist
 
-from expfam import Beta, Dirichlet, Gamma, Gaussian, Wishart
-from inference import BinomialBeta, CategoricalDirichlet, GaussianWishart, Model, PoissonGamma
+from efvi.expfam import Beta, Dirichlet, Gamma, Gaussian, Wishart
+from efvi.inference import BinomialBeta, CategoricalDirichlet, GaussianWishart, Model, PoissonGamma
 
 
 def _one_step(latents, factors):

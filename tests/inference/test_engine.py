@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from expfam import Gaussian
-from inference import (Adaptive, ConvergenceWarning, Decaying, Fixed, Model, StepBackoffWarning)
-from inference.steps import resolve_step
-from models import glm, likelihoods
+from efvi.expfam import Gaussian
+from efvi.inference import (Adaptive, ConvergenceWarning, Decaying, Fixed, Model, StepBackoffWarning)
+from efvi.inference.steps import resolve_step
+from efvi.models import glm, likelihoods
 
 
 def _logistic(n=100, seed=0):

@@ -8,8 +8,8 @@ from sklearn.exceptions import ConvergenceWarning
 from scipy.special import gammaln, multigammaln
 from sklearn.mixture import BayesianGaussianMixture
 
-from expfam import Categorical, Dirichlet, Gaussian, NormalWishart, Wishart
-from inference import CategoricalDirichlet, GaussianMixture, Model
+from efvi.expfam import Categorical, Dirichlet, Gaussian, NormalWishart, Wishart
+from efvi.inference import CategoricalDirichlet, GaussianMixture, Model
 
 K, D = 3, 2
 

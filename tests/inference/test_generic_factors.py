@@ -8,8 +8,8 @@ import pytest
 from scipy.optimize import minimize
 from scipy.special import expit, log_expit
 
-from expfam import Bernoulli, Gamma, Gaussian
-from inference import Decaying, Enumerated, ExpectedLogFactor, Model, MonteCarloFactor
+from efvi.expfam import Bernoulli, Gamma, Gaussian
+from efvi.inference import Decaying, Enumerated, ExpectedLogFactor, Model, MonteCarloFactor
 
 
 def _logistic_data(n=60, seed=1):

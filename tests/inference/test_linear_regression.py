@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 from scipy.stats import multivariate_normal
 
-from expfam import Gamma, Gaussian
-from inference import Model
-from models import glm, likelihoods
+from efvi.expfam import Gamma, Gaussian
+from efvi.inference import Model
+from efvi.models import glm, likelihoods
 
 
 @pytest.fixture

@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-from expfam import Gaussian
-from inference import Model
-from inference.loop import estimated_remaining_gain
-from models import glm, gp, likelihoods
-from models.observe import Observe
+from efvi.expfam import Gaussian
+from efvi.inference import Model
+from efvi.inference.loop import estimated_remaining_gain
+from efvi.models import glm, gp, likelihoods
+from efvi.models.observe import Observe
 
 
 def test_estimate_is_the_geometric_tail_of_the_last_ratio():

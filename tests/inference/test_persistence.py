@@ -4,9 +4,9 @@ import autograd.numpy as anp
 import numpy as np
 import pytest
 
-from expfam import Gamma, Gaussian
-from inference import FitResult, Model, MonteCarloFactor
-from models import glm, likelihoods
+from efvi.expfam import Gamma, Gaussian
+from efvi.inference import FitResult, Model, MonteCarloFactor
+from efvi.models import glm, likelihoods
 
 
 def _logistic_model():

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from expfam import Gamma, Gaussian
-from inference import Model, PoissonGamma
-from models import glm, likelihoods
+from efvi.expfam import Gamma, Gaussian
+from efvi.inference import Model, PoissonGamma
+from efvi.models import glm, likelihoods
 
 
 def _glm(X=None, y=None, on="w"):

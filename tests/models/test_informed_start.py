@@ -9,9 +9,9 @@ import copy
 import numpy as np
 import pytest
 
-from expfam import Gaussian
-from inference import Model
-from models import Observe, glm, gp, lds, likelihoods
+from efvi.expfam import Gaussian
+from efvi.inference import Model
+from efvi.models import Observe, glm, gp, lds, likelihoods
 
 CASES = {
     "poisson": (likelihoods.Poisson(), lambda rng, f: rng.poisson(np.exp(f)).astype(float)),

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from models import _parallel, likelihoods
-from models.likelihoods import _kernels
-from models.likelihoods._quadrature import PRICE_BELOW, ladder
+from efvi.models import _parallel, likelihoods
+from efvi.models.likelihoods import _kernels
+from efvi.models.likelihoods._quadrature import PRICE_BELOW, ladder
 
 
 @pytest.mark.parametrize("n", [0, 1, _parallel.MIN_POINTS_PER_THREAD * 2 - 1, 5 * _parallel.MIN_POINTS_PER_THREAD + 3])

@@ -9,7 +9,7 @@ state-space form (``state_space``, ``discretise``, ``discretise_fn``,
 ``stationary_cov_fn``) used by Markov GPs.  See ``docs/kernels.md`` for the
 table of kernels.
 
->>> from models.gp import kernels
+>>> from efvi.models.gp import kernels
 >>> k = kernels.Matern32(lengthscale=2.0) + kernels.White(variance=0.1)
 >>> k.param_names
 ('k1.lengthscale', 'k1.variance', 'k2.variance')

@@ -24,7 +24,7 @@ symmetric), in one pass over ``t`` without ``(T, d, d)`` temporaries.
 import numba
 import numpy as np
 
-from models._numba import NUMBA_OPTIONS
+from ..._numba import NUMBA_OPTIONS
 
 
 @numba.jit(**NUMBA_OPTIONS)

@@ -5,7 +5,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from scipy import stats
 
-from expfam import Bernoulli
+from efvi.expfam import Bernoulli
 
 from . import FamilyCase, register_case
 

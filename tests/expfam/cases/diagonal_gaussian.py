@@ -5,7 +5,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from scipy.stats import norm
 
-from expfam import DiagonalGaussian
+from efvi.expfam import DiagonalGaussian
 
 from . import FamilyCase, register_case
 

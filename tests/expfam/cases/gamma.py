@@ -5,7 +5,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from scipy import stats
 
-from expfam import Gamma
+from efvi.expfam import Gamma
 
 from . import FamilyCase, register_case
 

@@ -4,7 +4,7 @@ import numpy as np
 from hypothesis import strategies as st
 from scipy.stats import multivariate_normal
 
-from expfam import Gaussian
+from efvi.expfam import Gaussian
 
 from .._matrices import matrix_setup, per_batch, random_spd
 from . import FamilyCase, register_case

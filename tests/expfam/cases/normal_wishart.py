@@ -5,7 +5,7 @@ from hypothesis import strategies as st
 from scipy.special import digamma
 from scipy.stats import multivariate_normal, wishart
 
-from expfam import NormalWishart
+from efvi.expfam import NormalWishart
 
 from .._matrices import matrix_setup, random_spd
 from . import FamilyCase, register_case

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_breast_cancer
 
-from expfam import DiagonalGaussian, Gaussian
-from inference import Decaying, Model
-from models import glm, likelihoods
+from efvi.expfam import DiagonalGaussian, Gaussian
+from efvi.inference import Decaying, Model
+from efvi.models import glm, likelihoods
 
 from .reference import optimal_gaussian_elbo
 

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
-from expfam import DiagonalGaussian, Gaussian
-from inference import Model
-from models import glm, likelihoods
+from efvi.expfam import DiagonalGaussian, Gaussian
+from efvi.inference import Model
+from efvi.models import glm, likelihoods
 
 
 @pytest.fixture

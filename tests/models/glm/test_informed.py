@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from models.glm._informed import informed_weights
+from efvi.models.glm._informed import informed_weights
 
 
 def test_informed_weights_solve_the_weighted_least_squares_system():

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from models.glm import _linalg
+from efvi.models.glm import _linalg
 
 
 def _problem(n, dim, seed=0):

@@ -8,8 +8,8 @@ from scipy.stats import norm
 from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process import kernels as sk_kernels
 
-from inference import Model
-from models import Observe, gp, likelihoods
+from efvi.inference import Model
+from efvi.models import Observe, gp, likelihoods
 
 NOISE = 0.09
 

@@ -12,8 +12,8 @@ from scipy.optimize import minimize
 from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process import kernels as sk_kernels
 
-from inference import Model
-from models import Observe, gp, likelihoods
+from efvi.inference import Model
+from efvi.models import Observe, gp, likelihoods
 
 from .kernels._helpers import central_jacobian
 
@@ -112,7 +112,7 @@ def test_learning_hyperparameters_improves_the_classification_elbo_to_a_stationa
 
 def test_an_unconverged_hyperparameter_search_says_why():
     """The optimiser's own stop (here its iteration cap) is reported, not a max_iter it did not reach."""
-    from inference.warnings import ConvergenceWarning
+    from efvi.inference.warnings import ConvergenceWarning
 
     rng = np.random.default_rng(0)
     X = np.sort(rng.uniform(-3.0, 3.0, 30))

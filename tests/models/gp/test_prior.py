@@ -12,8 +12,8 @@ from scipy.stats import multivariate_normal
 from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process import kernels as sk_kernels
 
-from inference import Model
-from models import Observe, gp, likelihoods
+from efvi.inference import Model
+from efvi.models import Observe, gp, likelihoods
 
 from .reference import (dense_site_posterior, gaussian_elbo, log_lik_logistic, log_lik_student_t,
                         optimal_gp_elbo)

@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from inference import InvalidPosterior
-from models.gp import kernels
-from models.gp import solver
-from models.gp.solver import site_posterior
+from efvi.inference import InvalidPosterior
+from efvi.models.gp import kernels
+from efvi.models.gp import solver
+from efvi.models.gp.solver import site_posterior
 
 from .reference import dense_site_posterior
 
@@ -184,7 +184,7 @@ def test_just_invalid_negative_sites_raise():
 def test_compiled_passes_match_numpy():
     from scipy.linalg import solve_triangular
 
-    from models.gp._solver_kernels import forward_pass, scaled_plus_identity_lower, transposed_pass
+    from efvi.models.gp._solver_kernels import forward_pass, scaled_plus_identity_lower, transposed_pass
     rng = np.random.default_rng(3)
     K = rng.normal(size=(7, 7))
     s = rng.uniform(0.0, 2.0, 7)
@@ -252,8 +252,8 @@ def test_small_noise_sites_match_the_noise_form(kernel, noise):
 def test_small_noise_regression_elbo_is_the_evidence(kernel, noise):
     """Through the engine: the exact posterior's ELBO equals the log marginal likelihood (it was
     off by 4e4 nats at noise 1e-8, and above the evidence)."""
-    from inference import Model
-    from models import Observe, gp, likelihoods
+    from efvi.inference import Model
+    from efvi.models import Observe, gp, likelihoods
 
     X, y, K, ref = _small_noise_problem(kernel, noise)
     fit = Model({"f": gp.GP(kernel, X)}, [Observe(likelihoods.Gaussian(variance=noise), y, on="f")]).fit()

@@ -6,7 +6,7 @@ import autograd.numpy as anp
 import numpy as np
 import pytest
 
-from models.lds import expected_log_prior, kalman_smoother, log_normaliser_grad
+from efvi.models.lds import expected_log_prior, kalman_smoother, log_normaliser_grad
 
 from .dense_reference import dense_posterior, dense_prior
 

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import statsmodels.api as sm
 
-from inference import Model
-from models import Observe, gp, lds, likelihoods
-from models.lds import kalman_smoother
+from efvi.inference import Model
+from efvi.models import Observe, gp, lds, likelihoods
+from efvi.models.lds import kalman_smoother
 
 from .statsmodels_reference import statsmodels_smoother
 

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from inference import Model
-from models import Observe, gp, lds, likelihoods
+from efvi.inference import Model
+from efvi.models import Observe, gp, lds, likelihoods
 
 K = gp.kernels
 

@@ -11,8 +11,8 @@ import warnings
 import numpy as np
 import pytest
 
-from inference import Model
-from models import Observe, gp, lds, likelihoods
+from efvi.inference import Model
+from efvi.models import Observe, gp, lds, likelihoods
 
 RTOL = 1e-8
 K = gp.kernels
@@ -136,7 +136,7 @@ def test_constant_lds_block_is_the_time_varying_one():
     (lambda: lds.MarkovGP(K.Matern32(), np.zeros((3, 2))), ValueError, r"t must be a 1-D array.*\(3, 2\)"),
     (lambda: lds.MarkovGP(K.Matern32(), np.array([])), ValueError, r"t must be a 1-D array.*\(0,\)"),
     (lambda: lds.MarkovGP(K.Matern32(), np.array([0.0, np.nan])), ValueError, "t must be finite"),
-    (lambda: lds.MarkovGP("matern32", np.arange(3.0)), ValueError, "kernel must be a models.gp.kernels.Kernel"),
+    (lambda: lds.MarkovGP("matern32", np.arange(3.0)), ValueError, "kernel must be a efvi.models.gp.kernels.Kernel"),
     (lambda: lds.MarkovGP(K.RBF(), np.arange(3.0)), NotImplementedError,
      "RBF has no finite-dimensional state-space form"),
     (lambda: lds.MarkovGP(K.Matern32(lengthscale=[1.0, 2.0]), np.arange(3.0)), ValueError,
@@ -173,8 +173,8 @@ def test_markov_gp_builds_for_kernels_with_near_zero_process_noise(kernel):
     rng = np.random.default_rng(10)
     t = np.sort(rng.uniform(0.0, 20.0, 100))
     y = np.sin(t) + 0.1 * rng.normal(size=t.size)
-    from inference import Model
-    from models import Observe, gp, likelihoods
+    from efvi.inference import Model
+    from efvi.models import Observe, gp, likelihoods
     fits = [Model({"f": prior}, [Observe(likelihoods.Gaussian(variance=0.01), y, on="f")]).fit(step=1.0, max_iter=1,
                                                                                                  warn=False)
             for prior in (lds.MarkovGP(kernel, t), gp.GP(kernel, t))]

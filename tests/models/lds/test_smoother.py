@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from models.lds import (
+from efvi.models.lds import (
     STATUS_INVALID_SITE, STATUS_OK, STATUS_SINGULAR_PREDICTION, kalman_filter, kalman_smoother, smoothed_marginals,
 )
 

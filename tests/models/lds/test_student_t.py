@@ -8,8 +8,8 @@ precision ``K^{-1} + Pi`` is positive definite exactly when
 import numpy as np
 import pytest
 
-from inference import InvalidPosterior, Model, StepBackoffWarning
-from models import Observe, gp, lds, likelihoods
+from efvi.inference import InvalidPosterior, Model, StepBackoffWarning
+from efvi.models import Observe, gp, lds, likelihoods
 
 RTOL = 1e-8
 KERNEL = gp.kernels.Matern32(lengthscale=1.0, variance=1.0)

@@ -1,7 +1,7 @@
 """Test cases for the likelihood contract tests: one entry per likelihood class.
 
 ``test_contract.py`` is parametrised over every likelihood class exported by
-``models.likelihoods`` and fails for any class without an entry here, so a new
+``efvi.models.likelihoods`` and fails for any class without an entry here, so a new
 likelihood cannot go untested.  Each case supplies independent references from
 ``scipy.stats`` (log densities, sampling, conditional moments).
 """
@@ -12,7 +12,7 @@ from typing import Callable
 import numpy as np
 from scipy import special, stats
 
-from models import likelihoods as L
+from efvi.models import likelihoods as L
 
 
 @dataclass
@@ -171,6 +171,6 @@ CASES = {
 
 
 def likelihood_classes():
-    """Every concrete likelihood class exported by ``models.likelihoods``."""
+    """Every concrete likelihood class exported by ``efvi.models.likelihoods``."""
     return [obj for name in L.__all__ if isinstance(obj := getattr(L, name), type)
             and issubclass(obj, L.Likelihood) and obj is not L.Likelihood]

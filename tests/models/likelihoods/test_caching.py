@@ -9,8 +9,8 @@ from pathlib import Path
 SCRIPT = """
 import json
 import numpy as np
-from models import likelihoods as L
-from models.likelihoods import _kernels, _math
+from efvi.models import likelihoods as L
+from efvi.models.likelihoods import _kernels, _math
 
 m, v, y = np.zeros(3), np.ones(3), np.ones(3)
 dispatchers = {_kernels._gh_expectations, _kernels._gh_log_predictive, _kernels._gh_predictive_moments,

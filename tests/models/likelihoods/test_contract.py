@@ -1,4 +1,4 @@
-"""Contract tests run on every likelihood class exported by ``models.likelihoods``.
+"""Contract tests run on every likelihood class exported by ``efvi.models.likelihoods``.
 
 Independent references: scipy.stats log densities and moments, seeded Monte
 Carlo with score-function gradients (which never touch the likelihood's own
@@ -11,7 +11,7 @@ import copy
 import numpy as np
 import pytest
 
-from models.likelihoods import Likelihood
+from efvi.models.likelihoods import Likelihood
 
 from .cases import CASES, likelihood_classes
 
@@ -48,11 +48,11 @@ def _close(actual, expected, tol):
 
 def test_every_likelihood_has_a_case():
     classes = likelihood_classes()
-    assert classes, "models.likelihoods exports no likelihood"
+    assert classes, "efvi.models.likelihoods exports no likelihood"
     missing = [cls.__name__ for cls in classes if cls not in CASES]
     assert not missing, f"likelihoods without a test case in cases.py: {missing}"
     stale = [cls.__name__ for cls in CASES if cls not in classes]
-    assert not stale, f"test cases for classes not exported by models.likelihoods: {stale}"
+    assert not stale, f"test cases for classes not exported by efvi.models.likelihoods: {stale}"
 
 
 def test_log_density_matches_scipy(cls):

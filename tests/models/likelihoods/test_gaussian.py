@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from models.likelihoods import Gaussian, gaussian_expectations, gaussian_precision_site
+from efvi.models.likelihoods import Gaussian, gaussian_expectations, gaussian_precision_site
 
 MEAN = np.array([-1.0, 0.0, 0.5, 2.0])
 VAR = np.array([0.1, 1.0, 0.3, 2.0])

@@ -4,7 +4,7 @@ import mpmath
 import numpy as np
 from scipy import special
 
-from models.likelihoods import _math
+from efvi.models.likelihoods import _math
 
 mpmath.mp.dps = 60
 

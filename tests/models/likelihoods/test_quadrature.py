@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from scipy import integrate, special, stats
 
-from models import likelihoods as L
-from models.likelihoods._quadrature import MAX_N_POINTS, gauss_hermite
+from efvi.models import likelihoods as L
+from efvi.models.likelihoods._quadrature import MAX_N_POINTS, gauss_hermite
 
 
 @pytest.mark.parametrize("n_points", [1, 2, 7, 20, 100])

@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 
-from models.gp import kernels
+from efvi.models.gp import kernels
 
 
 def central_jacobian(f, x, h=1e-4):

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from models.gp.kernels import _kernels
+from efvi.models.gp.kernels import _kernels
 
 
 @pytest.mark.parametrize("dim", [1, 4])

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from sklearn.gaussian_process import kernels as sk
 
-from models.gp import kernels
-from models.gp.kernels import _distance
+from efvi.models.gp import kernels
+from efvi.models.gp.kernels import _distance
 
 from ._helpers import all_kernels, reference_matrix
 

@@ -5,8 +5,8 @@ import autograd.numpy as anp
 import numpy as np
 import pytest
 
-from models.gp import kernels
-from models.gp.kernels import _distance
+from efvi.models.gp import kernels
+from efvi.models.gp.kernels import _distance
 
 from ._helpers import FD_RTOL, all_kernels, central_jacobian
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import scipy.linalg
 
-from models.gp import kernels
+from efvi.models.gp import kernels
 
 from ._helpers import FD_RTOL, central_jacobian
 
