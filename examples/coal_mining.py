@@ -47,7 +47,8 @@ def main(argv=None):
     fixed = Model({"f": lds.MarkovGP(start, years)}, [Observe(likelihoods.Poisson(), y, on="f")]).fit()
 
     q = fit.posterior["f"]
-    lengthscale, variance = np.exp(block.kernel.log_params)
+    learned = fit.hyperparameters["f"]
+    lengthscale, variance = learned["lengthscale"], learned["variance"]
     rate_mean = np.exp(q.mean + q.var / 2)
     lower, upper = np.exp(q.mean - Z90 * np.sqrt(q.var)), np.exp(q.mean + Z90 * np.sqrt(q.var))
     print(f"{COUNTS.shape[0]} years, {int(COUNTS.sum())} disasters")
@@ -63,7 +64,7 @@ def main(argv=None):
     if not args.quick:  # the same model as a dense GP (O(T^3)): the same answer
         dense_block = gp.GP(start, years, learn_hyperparameters=True)
         dense = Model({"f": dense_block}, [Observe(likelihoods.Poisson(), y, on="f")]).fit()
-        print(f"dense GP check: lengthscale {np.exp(dense_block.kernel.log_params[0]):.4f}, ELBO {dense.elbo:.6f} "
+        print(f"dense GP check: lengthscale {dense.hyperparameters['f']['lengthscale']:.4f}, ELBO {dense.elbo:.6f} "
               f"(Markov GP {fit.elbo:.6f}), max |mean difference| "
               f"{np.max(np.abs(dense.posterior['f'].mean - q.mean)):.1e}")
 

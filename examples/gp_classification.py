@@ -44,7 +44,8 @@ def main(argv=None):
 
     train_accuracy = np.mean((probability(X) > 0.5) == y)
     test_accuracy = np.mean((probability(X_test) > 0.5) == y_test)
-    lengthscale, variance = np.exp(prior.kernel.log_params)
+    learned = fit.hyperparameters["f"]
+    lengthscale, variance = learned["lengthscale"], learned["variance"]
     fixed = Model({"f": gp.GP(kernel, X)}, [Observe(likelihood, y, on="f")]).fit(tol=1e-9)
     print(f"GP classification of two moons: N = {n_train} training points, 1000 held-out points")
     print(f"ELBO with the initial hyperparameters      {fixed.elbo:10.4f} ({fixed.n_iter} iterations)")

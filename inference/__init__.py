@@ -12,6 +12,7 @@ from .blocks import Block, ExpFamBlock, InvalidPosterior
 from .callbacks import IterationInfo
 from .conjugate import BinomialBeta, CategoricalDirichlet, GaussianMixture, GaussianWishart, PoissonGamma
 from .factor import Factor, FactorEval, GaussianSiteView, SiteView
+from .fitfile import FitFileError
 from .generic import Enumerated, ExpectedLogFactor, MonteCarloFactor
 from .model import Model
 from .result import FitResult, Marginals
@@ -21,7 +22,7 @@ from .warnings import ConvergenceWarning, StepBackoffWarning
 __all__ = [
     "baselines",
     "Model", "FitResult", "Marginals", "Factor", "FactorEval", "SiteView", "GaussianSiteView", "Block", "ExpFamBlock",
-    "InvalidPosterior", "IterationInfo", "Adaptive", "Decaying", "Fixed", "StepRule",
+    "InvalidPosterior", "IterationInfo", "FitFileError", "Adaptive", "Decaying", "Fixed", "StepRule",
     "ConvergenceWarning", "StepBackoffWarning",
     "BinomialBeta", "CategoricalDirichlet", "GaussianMixture", "GaussianWishart", "PoissonGamma",
     "Enumerated", "ExpectedLogFactor", "MonteCarloFactor",

@@ -42,6 +42,11 @@ class AndersonAccelerator:
         self._last_f = self._last_g = None
         self._count = self._next = 0
 
+    @property
+    def size(self):
+        """Length of the flattened sites the history is about (None before the first call)."""
+        return None if self._last_f is None else self._last_f.shape[0]
+
     def propose(self, sites, targets):
         """Record ``(sites, targets)`` and return the extrapolated sites, or None without history.
 
@@ -54,8 +59,8 @@ class AndersonAccelerator:
         if self._last_f is None or self._last_f.shape != residual.shape:
             self.reset()
             size = residual.shape[0]
-            self._delta_f = np.empty((self.depth, size))
-            self._delta_g = np.empty((self.depth, size))
+            self._delta_f = np.zeros((self.depth, size))
+            self._delta_g = np.zeros((self.depth, size))
             self._last_f, self._last_g = residual, np.array(targets, dtype=float)
             return None
         row = self._next

@@ -14,6 +14,8 @@ conjugate computation; their messages are per-point 1-D Gaussian sites.
 Every block also provides ``kl(q)``, the ``KL(q || p)`` term of the ELBO.
 """
 
+import copy
+
 import numpy as np
 
 from .. import expfam
@@ -55,24 +57,30 @@ class Block:
         """``KL(q || prior)``, a float summed over the block's batch."""
         raise NotImplementedError
 
+    def divergence(self, q, other):
+        """The Jeffreys divergence ``KL(q || other) + KL(other || q)`` of two posteriors of this block.
+
+        Both are the prior times sites, so it is the inner product of the
+        differences of their natural and of their mean parameters; the engine
+        uses it to ask how far a full step would move the posterior.
+        """
+        raise NotImplementedError
+
     def hyperparameters(self):
         """Learnable hyperparameters as a vector (structured priors with ``learns_hyperparameters``)."""
         return np.zeros(0)
 
-    def set_hyperparameters(self, theta):
-        """Rebuild the prior with new hyperparameters."""
+    def with_hyperparameters(self, theta):
+        """A new block with hyperparameters ``theta`` (this one is not changed)."""
+        raise NotImplementedError(f"{type(self).__name__} has no hyperparameters to learn")
 
     def log_normaliser(self, theta, message):
         """``log Z(theta)`` of the prior times the fixed ``message``, and its gradient in ``theta``."""
         raise NotImplementedError(f"{type(self).__name__} has no hyperparameters to learn")
 
-    def state(self):
-        """Arrays (name -> array) that a saved fit needs to restore this block (e.g. learned
-        hyperparameters)."""
-        return {}
-
-    def set_state(self, state):
-        """Restore :meth:`state`."""
+    def hyperparameter_names(self):
+        """Names of the entries of :meth:`hyperparameters` (a result reports them by name)."""
+        return ()
 
 
 class ExpFamBlock(Block):
@@ -112,10 +120,16 @@ class ExpFamBlock(Block):
     def kl(self, q):
         return float(np.sum(q.kl(self.prior)))
 
+    def divergence(self, q, other):
+        natural = expfam.tree_sub(other.natural, q.natural)
+        mean = expfam.tree_sub(other.mean_params, q.mean_params)
+        return float(np.sum(self.family.inner(natural, mean)))
+
 
 def as_block(name, prior):
-    """Wrap a user's prior as a :class:`Block` (structured priors already are blocks)."""
+    """Wrap a user's prior as a :class:`Block` named ``name``; a structured prior is copied, never changed."""
     if isinstance(prior, Block):
-        prior.name = name
-        return prior
+        block = copy.copy(prior)
+        block.name = name
+        return block
     return ExpFamBlock(name, prior)

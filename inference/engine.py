@@ -1,9 +1,9 @@
-"""The CVI engine's state and one iteration: site updates, step-size control, ELBO, minibatches.
+"""The CVI engine: one iteration (a sweep) of site updates, the ELBO and minibatches.
 
-One iteration (a sweep) visits the blocks that factors touch; :mod:`efvi.inference.loop` drives
-the sweeps.  For block ``b`` every
-factor ``k`` touching it is evaluated at the current posterior ``q``, giving
-site targets ``g_kb``, and (seed 000, eqs. 14 and 21)
+One iteration visits the blocks that factors touch; :mod:`efvi.inference.loop`
+drives the sweeps.  For block ``b`` every factor ``k`` touching it is evaluated
+at the current posterior ``q``, giving site targets ``g_kb``, and (Khan and
+Lin, 2017, eqs. 14 and 21)
 
 * full batch and ``minibatch="sites"``: ``s_kb[i] <- (1 - rho) s_kb[i] + rho g_kb[i]``
   for the chosen points, ``M_kb = sum_i s_kb[i]``;
@@ -13,6 +13,11 @@ then ``q_b`` is recomputed from ``eta_b + sum_k M_kb``.  Sweeping block by block
 with ``rho = 1`` on conjugate factors is exactly variational message passing.
 With the adaptive rule a proposal is accepted only if the exact ELBO does not
 decrease; a proposal outside the natural parameter space is never accepted.
+
+The engine holds the model's structure and caches; everything that lasts from
+one iteration to the next lives in the :class:`~efvi.inference.state.FitState`
+it works on, and every step-size decision is the
+:class:`~efvi.inference.controller.Controller`'s.
 """
 
 import warnings
@@ -20,35 +25,35 @@ import warnings
 import numpy as np
 
 from ..expfam import tree_add, tree_lerp, tree_scale, tree_sub
-from ..expfam._validation import check_integer
-
 from .acceleration import AndersonAccelerator
 from .blocks import InvalidPosterior
-from .steps import resolve_step
+from .state import ControllerState, FitState
 from .warnings import StepBackoffWarning
 
 _MIN_BACKOFF_RHO = 1e-14
-_ACCELERATE_ABOVE = 0.1
-"""Extrapolate only while an ordinary step gains at least this fraction of the ELBO gain of the step
-before (a linear rate above about 0.3): faster convergence does not repay the extrapolation's cost."""
 
 
 class Engine:
-    """Mutable state of one fit.  Built and driven by :meth:`efvi.inference.Model.fit`."""
+    """One fit's blocks, factors and current posterior; :meth:`start` attaches the state it works on.
 
-    def __init__(self, model, step=None, batch_size=None, minibatch="svi", seed=0, acceleration=True,
-                 from_prior=False):
-        self.model = model
-        self.blocks = model.blocks
+    Parameters
+    ----------
+    model : efvi.inference.Model
+    batch_size : int or None
+        Data points per factor per iteration (None: all).
+    minibatch : {"svi", "sites"}
+    """
+
+    def __init__(self, model, batch_size, minibatch):
+        self.blocks = dict(model.blocks)      # a learning block is replaced, never changed, by new hyperparameters
+        self._model_blocks = model.blocks
         self.factors = model.factors
-        self.touching = {
-            b: [k for k, f in enumerate(self.factors) if b in f.block_names] for b in self.blocks
-        }
+        self.touching = {b: [k for k, f in enumerate(self.factors) if b in f.block_names] for b in self.blocks}
         self.order = [b for b in self.blocks if self.touching[b]]
-        self.batch_size = _check_batch_size(batch_size)
+        self.batch_size = batch_size
         if minibatch not in ("svi", "sites"):
             raise ValueError(f"minibatch must be 'svi' or 'sites'; got {minibatch!r}")
-        self.minibatch = minibatch if self.batch_size is not None else None
+        self.minibatch = minibatch if batch_size is not None else None
         if self.minibatch == "svi":
             for f in self.factors:
                 if f.local_blocks():
@@ -56,56 +61,127 @@ class Engine:
                         f"minibatch='svi' scales messages by N/|B|, which is wrong for local blocks; "
                         f"{f.describe()} has local blocks {list(f.local_blocks())}: use minibatch='sites'"
                     )
-        self.stochastic = any(f.stochastic for f in self.factors) or self.batch_size is not None
-        self.rule = resolve_step(step, self.stochastic)
-        self.rng = np.random.default_rng(seed)
+        self.stochastic = any(f.stochastic for f in self.factors) or batch_size is not None
+        self.learners = [b for b in self.order if self.blocks[b].learns_hyperparameters]
+        if self.stochastic and self.learners:
+            raise ValueError("hyperparameter learning needs a deterministic fit (no minibatches)")
+        self.state = self.controller = self.q = None
+        self._first_targets = {}
+        self._clear_caches()
+
+    # ------------------------------------------------------------------ state
+    def initial_state(self, rule, seed, from_prior, accelerate):
+        """A fresh :class:`FitState`: informed sites where factors offer them (unless ``from_prior``)."""
         bound = [{b: self.blocks[b] for b in f.block_names} for f in self.factors]
-        informed_sites = [None if from_prior else f.informed_sites(blocks) for f, blocks in zip(self.factors, bound)]
-        informed = [sites is not None for sites in informed_sites]
-        self.sites = [f.init_sites(blocks) if sites is None else sites
-                      for f, blocks, sites in zip(self.factors, bound, informed_sites)]
-        self.messages = [
-            {b: (f.message(b, self.sites[k][b]) if informed[k] else self.blocks[b].zero_message())
-             for b in f.block_names} for k, f in enumerate(self.factors)
-        ]
-        self.orders = [None] * len(self.factors)
-        self.positions = [0] * len(self.factors)
-        self.iteration = 0
-        self.elbo_trace, self.rho_trace = [], []
-        self.n_backoffs = 0
-        self.n_accelerated = 0
-        self.last_accelerated = False   # whether the last update was an Anderson step
-        self.plain_next = False         # force an ordinary step (to confirm convergence)
-        self.gains = []                  # ELBO gain per iteration, NaN for extrapolated ones (stopping rule)
-        self.accelerator_rest = 0        # iterations to skip extrapolation (2^k after k rejections in a row)
-        self.accelerator_failures = 0    # consecutive rejected extrapolations
+        informed = [None if from_prior else f.informed_sites(blocks) for f, blocks in zip(self.factors, bound)]
+        sites = [f.init_sites(blocks) if s is None else s for f, blocks, s in zip(self.factors, bound, informed)]
+        messages = [{b: (f.message(b, sites[k][b]) if informed[k] is not None else self.blocks[b].zero_message())
+                     for b in f.block_names} for k, f in enumerate(self.factors)]
+        # Anderson acceleration needs the exact ELBO as a safeguard and one fixed-point map
+        use_accelerator = (accelerate and rule.adaptive and len(self.order) == 1
+                           and not all(f.conjugate for f in self.factors))
+        controller = ControllerState(rule.initial_state(), type(rule).__name__, rule.params(),
+                                     accelerator=AndersonAccelerator() if use_accelerator else None)
+        state = FitState(sites, messages, np.random.default_rng(seed), controller)
+        state.hyper.theta = {b: np.array(self.blocks[b].hyperparameters()) for b in self.learners}
         # the first sweep from the prior uses cheap quadrature (deterministic fits only; a start
         # from data-informed sites is already concentrated, where the accurate rule is cheap)
-        self.coarse = (not self.stochastic and not any(informed)
-                       and any([f.set_coarse(True) for f in self.factors]))
-        if not self.coarse:
-            for f in self.factors:
-                f.set_coarse(False)
-        # Anderson acceleration needs the exact ELBO as a safeguard and one fixed-point map
-        self.accelerator = (AndersonAccelerator() if acceleration and self.rule.adaptive
-                            and len(self.order) == 1 and not all(f.conjugate for f in self.factors)
-                            else None)
+        state.coarse = (not self.stochastic and all(s is None for s in informed)
+                        and any(f.has_coarse_rule for f in self.factors))
+        return state
+
+    def resume_state(self, saved, rule, accelerate):
+        """A copy of a previous fit's state after checking that it belongs to this model.
+
+        The step rule's state carries over when ``rule`` is of the saved fit's
+        kind (checked against ``rule``), else the rule starts afresh;
+        acceleration stays off if it was off in the saved fit.
+
+        Raises
+        ------
+        ValueError
+            Naming ``init`` and what does not match (factors, blocks, shapes,
+            hyperparameters, step state).
+        """
+        fresh = self.initial_state(rule, 0, from_prior=True, accelerate=accelerate)
+        if len(saved.sites) != len(self.factors):
+            raise ValueError(f"init comes from a model with {len(saved.sites)} factors; this model has "
+                             f"{len(self.factors)}")
+        for k, factor in enumerate(self.factors):
+            for what, old, new in (("sites", saved.sites[k], fresh.sites[k]),
+                                   ("message", saved.messages[k], fresh.messages[k])):
+                if set(old) != set(new):
+                    raise ValueError(f"init does not match this model: factor {k} ({factor.describe()}) has "
+                                     f"{what} for blocks {sorted(old)}, expected {sorted(new)}")
+                for b in new:
+                    shapes_old, shapes_new = [np.shape(a) for a in old[b]], [np.shape(a) for a in new[b]]
+                    if shapes_old != shapes_new:
+                        raise ValueError(f"init does not match this model: factor {k} {what} for block {b!r} "
+                                         f"have shapes {shapes_old}, expected {shapes_new}")
+            order = saved.orders[k]
+            if order is not None and order.shape != (factor.n_data,):
+                raise ValueError(f"init does not match this model: factor {k}'s minibatch order has "
+                                 f"{order.shape[0]} entries, expected {factor.n_data}")
+        theta_old = {b: np.shape(t) for b, t in saved.hyper.theta.items()}
+        theta_new = {b: np.shape(t) for b, t in fresh.hyper.theta.items()}
+        if theta_old != theta_new:
+            raise ValueError(f"init does not match this model: it learned hyperparameters of shapes {theta_old}, "
+                             f"this model learns {theta_new}")
+        state = saved.copy()
+        controller = state.controller
+        if controller.rule_kind == type(rule).__name__:
+            try:
+                controller.rule = rule.check_state(controller.rule)
+            except ValueError as err:
+                raise ValueError(f"init's step-size state does not suit the step rule {rule!r}: {err}") from None
+        else:
+            controller.rule = rule.initial_state()
+        controller.rule_kind, controller.rule_params = type(rule).__name__, rule.params()
+        if fresh.controller.accelerator is None:
+            controller.accelerator = None
+        elif controller.accelerator is not None and controller.accelerator.size not in (None, _site_size(fresh)):
+            raise ValueError(f"init's acceleration history has {controller.accelerator.size} entries per "
+                             f"step; this model's sites have {_site_size(fresh)}")
+        return state
+
+    def start(self, state, controller):
+        """Work on ``state`` from now on (a fresh one, or a copy of a previous fit's)."""
+        self.state, self.controller = state, controller
+        for b, theta in state.hyper.theta.items():
+            if not np.array_equal(theta, self.blocks[b].hyperparameters()):
+                self.blocks[b] = self.blocks[b].with_hyperparameters(theta)
+        self._first_targets = self._first_step_targets() if state.iteration == 0 else {}
+        self._clear_caches()
+        self.refresh_posterior()
+
+    def _first_step_targets(self):
+        """Targets of the first step for factors that replace their CVI targets at the prior (else none)."""
+        if self.batch_size is not None:
+            return {}
+        targets = {}
+        for k, f in enumerate(self.factors):
+            if all(not np.any(a) for parts in self.state.sites[k].values() for a in parts):
+                first = f.first_step_targets({b: self.blocks[b] for b in f.block_names})
+                if first is not None:
+                    targets[k] = first
+        return targets
+
+    def refresh_posterior(self):
+        """Recompute every block's posterior from the stored messages."""
+        self.q = {b: self.blocks[b].posterior(self.total_message(b)) for b in self.blocks}
+
+    def total_message(self, b, replace=None):
+        """The sum of the messages of the factors touching block ``b`` (``replace``: factor -> message)."""
+        total = None
+        for k in self.touching[b]:
+            msg = replace[k] if replace is not None and k in replace else self.state.messages[k][b]
+            total = msg if total is None else tree_add(total, msg)
+        return self.blocks[b].zero_message() if total is None else total
+
+    def _clear_caches(self):
         self._cache = [None] * len(self.factors)
         self._kl_cache = {}
         self._target_messages = {}
-        self.q = None
-
-    # ------------------------------------------------------------------ state
-    def refresh_posterior(self):
-        """Recompute every block's posterior from the stored messages."""
-        self.q = {b: self.blocks[b].posterior(self._total_message(b)) for b in self.blocks}
-
-    def _total_message(self, b, replace=None):
-        total = None
-        for k in self.touching[b]:
-            msg = replace[k] if replace is not None and k in replace else self.messages[k][b]
-            total = msg if total is None else tree_add(total, msg)
-        return self.blocks[b].zero_message() if total is None else total
 
     # ------------------------------------------------------------------ evaluation
     def _evaluate(self, k, q, index):
@@ -114,7 +190,10 @@ class Engine:
         cached = self._cache[k]
         if cached is not None and cached[1] is index and all(a is b for a, b in zip(cached[0], key)):
             return cached[2]
-        result = factor.evaluate(q, index=index, rng=self.rng)
+        if self.state.coarse and factor.has_coarse_rule:
+            result = factor.evaluate(q, index=index, rng=self.state.rng, coarse=True)
+        else:
+            result = factor.evaluate(q, index=index, rng=self.state.rng)
         self._cache[k] = (key, index, result)
         return result
 
@@ -126,20 +205,23 @@ class Engine:
         self._kl_cache[b] = (qb, value)
         return value
 
-    def elbo(self, q, batches):
-        """ELBO at ``q``: exact in full batch, the N/|B|-scaled estimate with minibatches."""
+    def elbo(self, q=None, batches=None):
+        """ELBO at ``q`` (default: the current posterior): exact in full batch, the N/|B|-scaled
+        estimate with minibatches (``batches``: per factor, the evaluated points or None)."""
+        q = self.q if q is None else q
         total = 0.0
         for k, factor in enumerate(self.factors):
-            index = batches[k]
+            index = None if batches is None else batches[k]
             scale = 1.0 if index is None else factor.n_data / len(index)
             total += scale * self._evaluate(k, q, index).expected_log
         return total - sum(self._kl(b, q[b]) for b in self.blocks)
 
     # ------------------------------------------------------------------ minibatches
-    def next_batches(self):
+    def _next_batches(self):
         """The data points each factor sees this iteration (None: all of them)."""
         if self.batch_size is None:
             return [None] * len(self.factors)
+        state = self.state
         batches = []
         for k, factor in enumerate(self.factors):
             n = factor.n_data
@@ -147,19 +229,19 @@ class Engine:
                 batches.append(None)
                 continue
             # one shuffle per epoch; its last batch is the N mod |B| leftovers (scalings use len(batch))
-            if self.orders[k] is None or self.positions[k] >= n:
-                self.orders[k] = self.rng.permutation(n)
-                self.positions[k] = 0
-            start = self.positions[k]
-            batches.append(np.sort(self.orders[k][start:start + self.batch_size]))
-            self.positions[k] = start + len(batches[-1])
+            if state.orders[k] is None or state.positions[k] >= n:
+                state.orders[k] = state.rng.permutation(n)
+                state.positions[k] = 0
+            start = state.positions[k]
+            batches.append(np.sort(state.orders[k][start:start + self.batch_size]))
+            state.positions[k] = start + len(batches[-1])
         return batches
 
     # ------------------------------------------------------------------ updates
     def _propose(self, b, k, target, index, rho):
         """New (sites, message) of factor ``k`` for block ``b`` after a step of size ``rho``."""
         factor = self.factors[k]
-        sites, message = self.sites[k][b], self.messages[k][b]
+        sites, message = self.state.sites[k][b], self.state.messages[k][b]
         if index is None:
             # the message is linear in the sites: interpolate it instead of recomputing it
             target_message = self._target_messages.get(k)
@@ -183,35 +265,27 @@ class Engine:
             s[index] = rows
         return new_sites, new_message
 
-    def _try_acceleration(self):
-        """Extrapolate only in the asymptotic regime: full steps are being accepted, the last
-        proposal was not rejected, no ordinary step is needed to confirm convergence, and
-        ordinary steps are converging slowly (see ``_ACCELERATE_ABOVE``)."""
-        if self.accelerator is None or self.plain_next:
-            return False
-        if self.accelerator_rest > 0:
-            self.accelerator_rest -= 1
-            return False
-        return self.rule.rho(self.iteration) >= self.rule.max_rho and self._converging_slowly()
+    def _targets(self, b, batches):
+        targets = {}
+        for k in self.touching[b]:
+            first = self._first_targets.get(k)
+            targets[k] = first[b] if first is not None else self._evaluate(k, self.q, batches[k]).targets[b]
+        return targets
 
-    def _converging_slowly(self):
-        trace = self.elbo_trace
-        if len(trace) < 3:
-            return True
-        last, before = trace[-1] - trace[-2], trace[-2] - trace[-3]
-        return not before > 0.0 or last >= _ACCELERATE_ABOVE * before
+    def _posterior_with(self, b, proposals):
+        """Block ``b``'s posterior with the messages of ``proposals`` (factor -> (sites, message))."""
+        return self.blocks[b].posterior(self.total_message(b, {k: p[1] for k, p in proposals.items()}))
 
-    def _accelerated(self, b, ks, targets, batches, current_elbo):
-        """Try the Anderson-accelerated sites for block ``b``; returns the new ELBO or None."""
-        like = [self.sites[k][b] for k in ks]
-        proposal = self.accelerator.propose(_flatten(like), _flatten([targets[k] for k in ks]))
+    def _accelerated(self, b, targets, batches, current_elbo):
+        """Try the Anderson-extrapolated sites for block ``b``; returns the new ELBO or None."""
+        ks = self.touching[b]
+        like = [self.state.sites[k][b] for k in ks]
+        proposal = self.controller.accelerator.propose(_flatten(like), _flatten([targets[k] for k in ks]))
         if proposal is None:
             return None
-        proposals = {}
-        for k, sites in zip(ks, _unflatten(proposal, like)):
-            proposals[k] = (sites, self.factors[k].message(b, sites))
+        proposals = {k: (sites, self.factors[k].message(b, sites)) for k, sites in zip(ks, _unflatten(proposal, like))}
         try:
-            qb = self.blocks[b].posterior(self._total_message(b, {k: p[1] for k, p in proposals.items()}))
+            qb = self._posterior_with(b, proposals)
         except InvalidPosterior:
             return None
         q_new = dict(self.q)
@@ -224,37 +298,30 @@ class Engine:
 
     def _commit(self, b, proposals, q_new):
         for k, (new_sites, new_message) in proposals.items():
-            self.sites[k][b] = new_sites
-            self.messages[k][b] = new_message
+            self.state.sites[k][b] = new_sites
+            self.state.messages[k][b] = new_message
         self.q = q_new
 
-    def update_block(self, b, batches, current_elbo):
-        """One damped site update of block ``b``; returns (rho used or 0.0, new ELBO)."""
+    def _update_block(self, b, batches, current_elbo, accelerate):
+        """One damped site update of block ``b``; returns (rho used or 0.0, new ELBO, extrapolated)."""
         ks = self.touching[b]
-        targets = {k: self._evaluate(k, self.q, batches[k]).targets[b] for k in ks}
+        targets = self._targets(b, batches)
         self._target_messages = {}
-        if self._try_acceleration():
-            new_elbo = self._accelerated(b, ks, targets, batches, current_elbo)
+        controller = self.controller
+        if accelerate:
+            new_elbo = self._accelerated(b, targets, batches, current_elbo)
+            controller.extrapolation_done(new_elbo is not None)
             if new_elbo is not None:
-                self.n_accelerated += 1
-                self.accelerator_failures = 0
-                self.last_accelerated = True
-                return 1.0, new_elbo
-            # back off exponentially: rejected extrapolations become rare where they do not pay
-            # (often the pre-asymptotic phase), yet the accelerator returns once the iteration
-            # settles into its linear regime
-            self.accelerator_failures += 1
-            self.accelerator_rest = 2 ** self.accelerator_failures - 1
-        rho = self.rule.rho(self.iteration)
+                self.state.n_accelerated += 1
+                return 1.0, new_elbo, True
+        rho = controller.first_rho(self.state.iteration)
         warned = False
         while True:
             proposals = {k: self._propose(b, k, targets[k], batches[k], rho) for k in ks}
             try:
-                qb = self.blocks[b].posterior(
-                    self._total_message(b, {k: p[1] for k, p in proposals.items()})
-                )
+                qb = self._posterior_with(b, proposals)
             except InvalidPosterior as err:
-                self.n_backoffs += 1
+                self.state.n_backoffs += 1
                 rho *= 0.5
                 if rho < _MIN_BACKOFF_RHO:
                     raise RuntimeError(
@@ -265,64 +332,118 @@ class Engine:
                         "Use a tighter prior (or standardised inputs), or start from a previous fit "
                         "with init=..."
                     ) from err
-                if not self.rule.adaptive and not warned:
+                if not controller.rule.adaptive and not warned:
                     warnings.warn(
                         f"block {b!r}: step shortened because the full step left the valid "
-                        f"parameter set ({err})", StepBackoffWarning, stacklevel=4,
+                        f"parameter set ({err})", StepBackoffWarning, stacklevel=5,
                     )
                     warned = True
                 continue
             q_new = dict(self.q)
             q_new[b] = qb
             new_elbo = None
-            if self.rule.adaptive:
+            if controller.rule.adaptive:
                 new_elbo = self.elbo(q_new, batches)
                 slack = 1e-11 * max(1.0, abs(current_elbo))
                 if not np.isfinite(new_elbo) or new_elbo < current_elbo - slack:
-                    rho = self.rule.rejected(rho)
-                    if rho < self.rule.min_rho:
-                        return 0.0, current_elbo
+                    rho = controller.retry_rho(rho)
+                    if rho is None:
+                        return 0.0, current_elbo, False
                     continue
             self._commit(b, proposals, q_new)
-            self.rule.accepted(rho)
-            return rho, new_elbo
+            controller.accepted(rho)
+            return rho, new_elbo, False
 
     def sweep(self):
-        """One iteration over all blocks; returns (ELBO after the sweep, smallest rho used)."""
-        self.last_accelerated = False
-        batches = self.next_batches()
+        """One iteration over all blocks.
+
+        Returns
+        -------
+        elbo : float
+            ELBO after the sweep.
+        rho : float
+            Smallest step size used (0.0 if some block found no acceptable step).
+        shortened : list of str
+            Blocks whose accepted step was shorter than the rule's full step (or none at all).
+        accelerated : bool
+            Whether the sweep was an extrapolated step.
+        """
+        state = self.state
+        batches = self._next_batches()
         if self.stochastic:
             self._cache = [None] * len(self.factors)
-        current = self.elbo(self.q, batches) if self.rule.adaptive else None
-        rhos = []
+        accelerate = self.controller.accelerate_now(state.iteration, state.elbo_trace)
+        current = self.elbo(self.q, batches) if self.controller.rule.adaptive else None
+        rhos, shortened, accelerated = [], [], False
         for b in self.order:
-            rho, current = self.update_block(b, batches, current)
+            rho, current, extrapolated = self._update_block(b, batches, current, accelerate)
+            accelerated |= extrapolated
             rhos.append(rho)
+            if not extrapolated and self.controller.is_shortened(rho, state.iteration):
+                shortened.append(b)
         elbo = current if current is not None else self.elbo(self.q, batches)
-        self.iteration += 1
-        return elbo, min(rhos) if rhos else 0.0
+        state.iteration += 1
+        self._first_targets = {}
+        return elbo, min(rhos) if rhos else 0.0, shortened, accelerated
+
+    def full_step_divergence(self, blocks):
+        """Sum over ``blocks`` of the Jeffreys divergence between the current posterior and the one
+        a full CVI step (``rho = 1``) would give, the other blocks held; ``inf`` if that step is invalid."""
+        total = 0.0
+        for b in blocks:
+            self._target_messages = {}
+            targets = self._targets(b, [None] * len(self.factors))
+            proposals = {k: self._propose(b, k, targets[k], None, 1.0) for k in self.touching[b]}
+            try:
+                q_full = self._posterior_with(b, proposals)
+            except InvalidPosterior:
+                return np.inf
+            total += self.blocks[b].divergence(self.q[b], q_full)
+        return float(total) if np.isfinite(total) else np.inf
 
     def refine(self):
         """Leave the coarse quadrature: every factor evaluates accurately from now on."""
-        for f in self.factors:
-            f.set_coarse(False)
-        self.coarse = False
+        self.state.coarse = False
         self._cache = [None] * len(self.factors)
-        if self.accelerator is not None:
-            self.accelerator.reset()
+        if self.controller.accelerator is not None:
+            self.controller.accelerator.reset()
 
-    def reset_structure(self):
-        """Forget everything tied to the old prior after hyperparameters changed."""
-        self._kl_cache.clear()
-        self.gains = []
-        self._cache = [None] * len(self.factors)
-        self.refresh_posterior()
-        if self.accelerator is not None:
-            self.accelerator.reset()
+    # ------------------------------------------------------------------ hyperparameters
+    def set_hyperparameters(self, theta):
+        """Rebuild the learning blocks with new log hyperparameters (block name -> array) and refresh ``q``.
+
+        Raises
+        ------
+        ValueError
+            If a prior cannot be built there or the sites make its posterior invalid
+            (:class:`~efvi.inference.InvalidPosterior`); the engine is then unchanged.
+        """
+        old = dict(self.blocks)
+        try:
+            for b, part in theta.items():
+                self.blocks[b] = self.blocks[b].with_hyperparameters(part)
+            q = {b: self.blocks[b].posterior(self.total_message(b)) for b in self.blocks}
+        except ValueError:
+            self.blocks = old
+            raise
+        self.q = q
+        self.state.hyper.theta = {b: np.array(part, dtype=float) for b, part in theta.items()}
+        self._clear_caches()
+        self.controller.forget_history()
+
+    def model_hyperparameters(self, b):
+        """The log hyperparameters of block ``b`` as the model defines them (where every search starts)."""
+        return np.array(self._model_blocks[b].hyperparameters(), dtype=float)
+
+    def hyperparameter_gradient(self, b):
+        """Gradient of ``log Z(theta)`` of block ``b``'s prior times its fixed summed sites."""
+        block = self.blocks[b]
+        return block.log_normaliser(block.hyperparameters(), self.total_message(b))[1]
 
 
-def _check_batch_size(batch_size):
-    return None if batch_size is None else check_integer(batch_size, "batch_size", minimum=1, suffix=" or None")
+def _site_size(state):
+    """Number of site entries of a single-block fit (what the accelerator extrapolates)."""
+    return sum(np.size(a) for per_factor in state.sites for parts in per_factor.values() for a in parts)
 
 
 def _same_arrays(a, b):

@@ -113,7 +113,8 @@ class Factor:
         """Expected log-factor and site targets at posterior ``q`` (dict name -> posterior).
 
         ``index`` (int array) restricts the evaluation to those data points;
-        ``rng`` (``numpy.random.Generator``) drives Monte Carlo factors.
+        ``rng`` (``numpy.random.Generator``) drives Monte Carlo factors.  A
+        factor with :attr:`has_coarse_rule` also takes ``coarse=True``.
         """
         raise NotImplementedError
 
@@ -132,15 +133,25 @@ class Factor:
         """Blocks whose batch is indexed by this factor's data points (not summed over)."""
         return ()
 
-    def set_coarse(self, coarse):
-        """Switch a cheaper, less accurate evaluation on or off; return whether the factor has one.
+    has_coarse_rule = False
+    """Whether :meth:`evaluate` takes ``coarse=True``: a cheaper, less accurate evaluation.
 
-        Quadrature factors use a fixed small rule for the first sweep from the
-        prior -- whose large variances would make the accurate rule expensive,
-        and where accuracy buys nothing -- and their accurate rule afterwards.
-        Both modes are deterministic, so the step-size check compares like with like.
+    Quadrature factors use a fixed small rule for the first sweep from the
+    prior -- whose large variances would make the accurate rule expensive, and
+    where accuracy buys nothing -- and their accurate rule afterwards.  Both
+    modes are deterministic, so the step-size check compares like with like.
+    """
+
+    def first_step_targets(self, blocks):
+        """Targets for the first step of a fit from the prior, or None (the default) for the CVI targets.
+
+        A factor whose CVI targets at the prior are unusable (an exponential
+        link under a diffuse prior, where ``E[exp(a)]`` overflows and the first
+        step lands at a near-zero variance far from the optimum) returns
+        data-informed targets in the form of :meth:`init_sites`; the step
+        towards them is checked like any other.
         """
-        return False
+        return None
 
     def describe(self):
         """A short human-readable name for messages and summaries."""

@@ -16,58 +16,97 @@ converges superlinearly, where alternating "converge the sites, maximise
 ``log Z`` with the sites fixed" converges only linearly (hundreds of rounds on
 two-moons classification).
 
-A block that learns provides ``hyperparameters()``, ``set_hyperparameters(theta)``
-and ``log_normaliser(theta, message) -> (value, gradient)``.
+The search is resumable: every completed evaluation is logged in the fit state
+(:class:`efvi.inference.state.HyperState`).  A resumed fit restarts the
+optimiser from the same starting point and answers its requests from the log
+for as long as it asks for the logged points (it is deterministic, so it does),
+then continues live from the saved sites -- the path of an uninterrupted fit,
+bit for bit.
+
+A block that learns provides ``hyperparameters()``, ``with_hyperparameters(theta)``
+(a new block; the model's own is never changed) and
+``log_normaliser(theta, message) -> (value, gradient)``.
 """
 
 import numpy as np
 from scipy.optimize import minimize
 
 
-
 class _BudgetSpent(Exception):
     """The iteration budget ran out (or the callback stopped the fit) inside an evaluation."""
 
 
-def learn(loop, learners):
-    """Maximise the ELBO over the hyperparameters of the blocks ``learners``; returns converged."""
-    engine = loop.engine
-    blocks = [engine.blocks[b] for b in learners]
-    sizes = [len(block.hyperparameters()) for block in blocks]
-    start = np.concatenate([block.hyperparameters() for block in blocks])
-    state = {"theta": start.copy(), "converged": loop.converge_sites()}
+class _Search:
+    """The objective ``theta -> (-ELBO*, -gradient)`` of one call to ``fit``, with the evaluation log."""
 
-    def gradient():
-        return np.concatenate([block.log_normaliser(block.hyperparameters(), engine._total_message(name))[1]
-                               for block, name in zip(blocks, learners)])
+    def __init__(self, loop, start):
+        self.loop, self.engine = loop, loop.engine
+        self.log = self.engine.state.hyper.evaluations
+        self.names = self.engine.learners
+        self.sizes = [len(self.engine.blocks[b].hyperparameters()) for b in self.names]
+        self.start = start
+        self.replayed = 0           # how many logged evaluations the optimiser has asked for again
+        self.last = None            # the last evaluation handed to the optimiser
 
-    def objective(theta):
-        if not np.array_equal(theta, state["theta"]):   # else: the sites are converged there already
+    def current(self):
+        """The log hyperparameters the engine's sites are converging at (all learning blocks, concatenated)."""
+        return np.concatenate([self.engine.state.hyper.theta[b] for b in self.names])
+
+    def __call__(self, theta):
+        if self.last is not None and np.array_equal(theta, self.last[0]):
+            return self.last[1], self.last[2].copy()
+        if self.replayed < len(self.log):
+            logged = self.log[self.replayed]
+            if np.array_equal(theta, logged[0]):
+                self.replayed += 1
+                self.last = logged
+                return logged[1], logged[2].copy()
+            del self.log[self.replayed:]       # the optimiser left the logged path: continue live from here
+        return self._evaluate(theta)
+
+    def _evaluate(self, theta):
+        loop, engine = self.loop, self.engine
+        if not np.array_equal(theta, self.current()):
             if loop.remaining <= 0 or loop.stopped:
                 raise _BudgetSpent
             try:
-                for block, part in zip(blocks, np.split(theta, np.cumsum(sizes)[:-1])):
-                    block.set_hyperparameters(part)
-                engine.reset_structure()
+                engine.set_hyperparameters(dict(zip(self.names, np.split(theta, np.cumsum(self.sizes)[:-1]))))
             except ValueError:          # InvalidPosterior, or a prior that cannot be built there
-                return np.inf, np.zeros_like(theta)
-            state["theta"] = theta.copy()
-            loop.record(engine.elbo(engine.q, [None] * len(engine.factors)), 0.0)
-            state["converged"] = loop.converge_sites()
-        if not state["converged"]:
+                return self._logged(theta, np.inf, np.zeros_like(theta))
+            loop.record(engine.elbo(), 0.0)
+        if not loop.converge_sites():
             raise _BudgetSpent
-        return -engine.elbo_trace[-1], -gradient()
+        gradient = np.concatenate([engine.hyperparameter_gradient(b) for b in self.names])
+        return self._logged(theta, -engine.state.elbo_trace[-1], -gradient)
 
-    if not state["converged"]:
-        return False
+    def _logged(self, theta, value, gradient):
+        """Log a completed evaluation (invalid points too: a replay must see every request) and return it."""
+        self.last = (np.array(theta, dtype=float), float(value), np.array(gradient, dtype=float))
+        self.log.append(self.last)
+        self.replayed = len(self.log)
+        return self.last[1], self.last[2].copy()
+
+
+def learn(loop):
+    """Maximise the ELBO over the hyperparameters of the engine's learning blocks; returns converged.
+
+    The search starts from the model's own hyperparameters (those of the
+    blocks as the user built them), so that a resumed search replays the
+    same path.
+    """
+    engine = loop.engine
+    start = np.concatenate([engine.model_hyperparameters(b) for b in engine.learners])
+    search = _Search(loop, start)
+    tol = engine.controller.tol
+    max_iter = min(engine.blocks[b].hyper_max_iter for b in engine.learners)
     try:
-        result = minimize(objective, start, jac=True, method="L-BFGS-B",
-                          options={"maxiter": min(block.hyper_max_iter for block in blocks),
-                                   "ftol": 1e-3 * loop.tol, "gtol": 1e-6})
-        objective(result.x)                                # leave the engine at the optimum
+        search(start)
+        result = minimize(search, start, jac=True, method="L-BFGS-B",
+                          options={"maxiter": max_iter, "ftol": 1e-3 * tol, "gtol": 1e-6})
+        search(result.x)                                # leave the engine at the optimum
     except _BudgetSpent:
         return False
     if not result.success:
-        loop.failure = (f"the hyperparameter optimiser (L-BFGS-B, ftol={1e-3 * loop.tol:.0e}) stopped "
+        loop.failure = (f"the hyperparameter optimiser (L-BFGS-B, ftol={1e-3 * tol:.0e}) stopped "
                         f"without converging: {result.message}")
     return bool(result.success)

@@ -1,14 +1,17 @@
 """``Model``: latent blocks with priors, factors that touch them, and ``fit()``."""
 
+import numbers
+
 import numpy as np
 
 from ..expfam._validation import check_integer
-
 from .blocks import as_block
+from .controller import Controller
 from .engine import Engine
-from .loop import run
 from .factor import Factor
+from .loop import run
 from .result import FitResult
+from .steps import resolve_step
 
 
 class Model:
@@ -75,7 +78,9 @@ class Model:
             Stop when the relative ELBO change of one iteration is at most ``tol``,
             or (deterministic fits) when the ELBO still to gain, estimated from
             gains that shrink at least geometrically, is at most ``tol``
-            (relative; see :func:`efvi.inference.loop.estimated_remaining_gain`).
+            (relative).  A fit counts as converged only if its last step could
+            have moved it: after a shortened step the full step's divergence
+            must be small too (see :mod:`efvi.inference.controller`).
         batch_size : int, optional
             Data points per factor per iteration (minibatches); None uses all.
             Each epoch is one shuffle of the points; its last batch holds the
@@ -91,8 +96,15 @@ class Model:
             factors may start from data-informed sites (the Gaussian-site
             factors do for likelihoods with an IRLS-style guess,
             ``Likelihood.initial_latent``); ``"prior"``: empty sites for every
-            factor; a ``FitResult``: resume from a previous result of the same
-            model (sites, step-size state and random state are restored).
+            factor (a factor whose CVI targets at the prior are unusable --
+            an exponential link under a diffuse prior, where ``E[exp(a)]``
+            overflows -- aims its first step at its data-informed sites
+            instead, with the same ELBO check); a ``FitResult``: resume from a
+            previous result of the same model.  Everything the fit carried is
+            restored (sites, messages, step-size state, acceleration and
+            stopping-rule history, minibatch order, random state and the
+            hyperparameter search), so a resumed fit takes exactly the path of
+            an uninterrupted one.
         callback : callable, optional
             ``callback(info)`` after every iteration with an
             :class:`efvi.inference.IterationInfo`; returning True stops the fit.
@@ -108,88 +120,36 @@ class Model:
         Returns
         -------
         FitResult
+            The model itself is never changed by fitting: learned
+            hyperparameters come back on the result (``fit.hyperparameters``,
+            ``fit.priors``), and fitting the same model twice gives the same answer.
         """
         max_iter = check_integer(max_iter, "max_iter", minimum=0)
-        if not (isinstance(tol, (int, float)) and np.isfinite(tol) and tol >= 0):
-            raise ValueError(f"tol must be a finite number >= 0; got {tol!r}")
+        tol = _check_tol(tol)
         if callback is not None and not callable(callback):
             raise ValueError(f"callback must be callable; got {type(callback).__name__}")
         seed = check_integer(seed, "seed", minimum=0)
         if isinstance(init, str) and init != "prior":
             raise ValueError(f"init must be None, 'prior' or a FitResult; got {init!r}")
-        engine = Engine(self, step=step, batch_size=batch_size, minibatch=minibatch, seed=seed,
-                        acceleration=bool(acceleration), from_prior=isinstance(init, str))
-        if init is not None and not isinstance(init, str):
-            _restore(engine, init)
-        engine.refresh_posterior()
-        converged, timings = run(engine, max_iter, float(tol), callback, progress, warn)
-        return self._result(engine, converged, timings)
-
-    def _result(self, engine, converged, timings):
-        state = {
-            "sites": [{b: tuple(np.array(a) for a in v) for b, v in s.items()} for s in engine.sites],
-            "messages": [{b: tuple(np.array(a) for a in v) for b, v in m.items()} for m in engine.messages],
-            "orders": [None if o is None else np.array(o) for o in engine.orders],
-            "positions": list(engine.positions),
-            "rule_state": engine.rule.state(),
-            "rng_state": engine.rng.bit_generator.state,
-            "iteration": engine.iteration,
-            "block_states": {b: blk.state() for b, blk in self.blocks.items()},
-            "factor_names": [f.describe() for f in self.factors],
-            "accelerator": engine.accelerator.state() if engine.accelerator is not None else {},
-            "coarse": bool(engine.coarse),
-            "flags": {"accelerator_off": engine.accelerator is None,
-                      "accelerator_failures": engine.accelerator_failures,
-                      "accelerator_rest": engine.accelerator_rest, "plain_next": engine.plain_next,
-                      "gains": [float(g) for g in engine.gains[-3:]]},
-        }
-        views = [f.site_view(s) for f, s in zip(self.factors, engine.sites)]
-        return FitResult(
-            dict(engine.q), views, engine.elbo_trace, engine.rho_trace, engine.iteration,
-            converged, engine.n_backoffs, timings, state,
-        )
+        if init is not None and not isinstance(init, (str, FitResult)):
+            raise ValueError(f"init must be None, 'prior' or a FitResult from a previous fit; got {type(init).__name__}")
+        batch_size = None if batch_size is None else check_integer(batch_size, "batch_size", minimum=1,
+                                                                    suffix=" or None")
+        engine = Engine(self, batch_size, minibatch)
+        rule = resolve_step(step, engine.stochastic)
+        if isinstance(init, FitResult):
+            state = engine.resume_state(init.state, rule, bool(acceleration))
+        else:
+            state = engine.initial_state(rule, seed, from_prior=init == "prior", accelerate=bool(acceleration))
+        engine.start(state, Controller(rule, state.controller, tol, engine.stochastic))
+        converged, message, timings = run(engine, max_iter, callback, progress, warn)
+        views = [f.site_view(s) for f, s in zip(self.factors, state.sites)]
+        priors = {b: engine.blocks[b] for b in engine.learners}
+        return FitResult(dict(engine.q), views, state, converged, timings, message=message, priors=priors,
+                         factor_names=[f.describe() for f in self.factors])
 
 
-def _restore(engine, init):
-    if not isinstance(init, FitResult):
-        raise ValueError(f"init must be a FitResult from a previous fit; got {type(init).__name__}")
-    state = init._state
-    if len(state["sites"]) != len(engine.factors):
-        raise ValueError(
-            f"init comes from a model with {len(state['sites'])} factors; this model has "
-            f"{len(engine.factors)}"
-        )
-    for k, (old, new) in enumerate(zip(state["sites"], engine.sites)):
-        for b in new:
-            shapes_old = [np.shape(a) for a in old.get(b, ())]
-            shapes_new = [np.shape(a) for a in new[b]]
-            if shapes_old != shapes_new:
-                raise ValueError(
-                    f"init does not match this model: factor {k} sites for block {b!r} have "
-                    f"shapes {shapes_old}, expected {shapes_new}"
-                )
-    engine.sites = [{b: tuple(np.array(a) for a in v) for b, v in s.items()} for s in state["sites"]]
-    engine.messages = [{b: tuple(np.array(a) for a in v) for b, v in m.items()} for m in state["messages"]]
-    engine.orders = [None if o is None else np.array(o) for o in state["orders"]]
-    engine.positions = list(state["positions"])
-    engine.rule.set_state(state["rule_state"])
-    engine.rng.bit_generator.state = state["rng_state"]
-    engine.iteration = int(state["iteration"])
-    engine.elbo_trace = list(np.asarray(init.elbo_trace, float))
-    engine.rho_trace = list(np.asarray(init.rho_trace, float))
-    engine.n_backoffs = init.n_backoffs
-    if engine.coarse and not state.get("coarse", False):
-        engine.refine()
-    flags = state.get("flags", {})
-    if flags.get("accelerator_off"):
-        engine.accelerator = None
-    engine.accelerator_failures = int(flags.get("accelerator_failures", 0))
-    engine.accelerator_rest = int(flags.get("accelerator_rest", 0))
-    engine.plain_next = bool(flags.get("plain_next", False))
-    engine.gains = [float(g) for g in flags.get("gains", [])]
-    if engine.accelerator is not None:
-        engine.accelerator.set_state(state.get("accelerator", {}))
-    for b, block_state in state["block_states"].items():
-        if block_state:
-            engine.blocks[b].set_state(block_state)
-
+def _check_tol(tol):
+    if isinstance(tol, (bool, np.bool_)) or not isinstance(tol, numbers.Real) or not (np.isfinite(tol) and tol >= 0):
+        raise ValueError(f"tol must be a finite number >= 0; got {tol!r} of type {type(tol).__name__}")
+    return float(tol)

@@ -1,13 +1,6 @@
-"""The fit result: posteriors, sites, ELBO trace; saved to and loaded from ``.npz`` without pickle."""
-
-import json
+"""The fit result: posteriors, sites, ELBO trace, learned hyperparameters and the state to resume from."""
 
 import numpy as np
-
-from .. import expfam
-from ..expfam import ExponentialFamily
-
-_FORMAT = "efvi-fit-1"
 
 
 class FitResult:
@@ -22,37 +15,71 @@ class FitResult:
         One site view per factor, in the model's factor order; each holds the
         factor's sites with the data index first (``fit.sites[0].precision``
         for Gaussian sites).
-    elbo_trace : ndarray, shape (n,)
-        ELBO at the start and after every iteration (stochastic fits: the
-        minibatch / Monte Carlo estimate).
-    rho_trace : ndarray, shape (n,)
-        Smallest step size used in each iteration (0 for the initial entry).
-    n_iter : int
-        Iterations run, including those of a resumed fit.
     converged : bool
-        Whether the relative ELBO change fell below ``tol``.
-    n_backoffs : int
-        Proposals rejected because they left the valid parameter set.
+        Whether the stopping rule was met by a step that could have moved the
+        fit (see :mod:`efvi.inference.controller`).
+    message : str
+        Why the fit did not converge ("" when it did).
     timings : dict
         ``total`` seconds and ``per_iteration`` seconds of this call to ``fit``.
+    priors : dict
+        Block name -> the prior block with its learned hyperparameters, for
+        blocks that learn them (empty for a result loaded from a file; the
+        model's own blocks are never changed).
+    state : efvi.inference.state.FitState
+        Everything the fit carried between iterations; ``fit(init=result)``
+        continues from it.
+    factor_names : list of str
+        A short description of each factor, in the model's order.
+    hyperparameter_names : dict
+        Block name -> names of its learned hyperparameters.
     """
 
-    def __init__(self, posterior, sites, elbo_trace, rho_trace, n_iter, converged, n_backoffs,
-                 timings, state):
+    def __init__(self, posterior, sites, state, converged, timings, message="", priors=None,
+                 hyperparameter_names=None, factor_names=None):
         self.posterior = posterior
         self.sites = sites
-        self.elbo_trace = np.asarray(elbo_trace, dtype=float)
-        self.rho_trace = np.asarray(rho_trace, dtype=float)
-        self.n_iter = int(n_iter)
+        self.state = state
         self.converged = bool(converged)
-        self.n_backoffs = int(n_backoffs)
+        self.message = str(message)
         self.timings = timings
-        self._state = state
+        self.priors = dict(priors or {})
+        if hyperparameter_names is None:
+            hyperparameter_names = {b: tuple(p.hyperparameter_names()) for b, p in self.priors.items()}
+        self.hyperparameter_names = hyperparameter_names
+        self.factor_names = list(factor_names) if factor_names is not None else [""] * len(sites)
+
+    @property
+    def elbo_trace(self):
+        """ndarray, shape (n,): the ELBO at the start and after every iteration (stochastic fits: the
+        minibatch / Monte Carlo estimate; a learning fit also records the ELBO at each new hyperparameter)."""
+        return np.asarray(self.state.elbo_trace, dtype=float)
+
+    @property
+    def rho_trace(self):
+        """ndarray, shape (n,): the smallest step size of each entry of :attr:`elbo_trace` (0 where no step)."""
+        return np.asarray(self.state.rho_trace, dtype=float)
+
+    @property
+    def n_iter(self):
+        """int: iterations run, including those of the fits this one resumed."""
+        return self.state.iteration
+
+    @property
+    def n_backoffs(self):
+        """int: proposals rejected because they left the valid parameter set."""
+        return self.state.n_backoffs
 
     @property
     def elbo(self):
         """The last ELBO of the trace."""
-        return float(self.elbo_trace[-1])
+        return float(self.state.elbo_trace[-1])
+
+    @property
+    def hyperparameters(self):
+        """dict: block name -> {parameter name: learned value} for blocks that learn hyperparameters."""
+        return {b: dict(zip(self.hyperparameter_names[b], np.exp(theta).tolist()))
+                for b, theta in self.state.hyper.theta.items()}
 
     def summary(self):
         """A few lines describing the fit: ELBO, iterations, convergence and each posterior."""
@@ -61,12 +88,17 @@ class FitResult:
             f"({'converged' if self.converged else 'NOT converged'}, "
             f"{self.timings.get('total', float('nan')):.3g} s, {self.n_backoffs} back-offs)"
         ]
+        if self.message:
+            lines.append(f"  {self.message}")
         for name, q in self.posterior.items():
             mean = np.asarray(getattr(q, "mean", np.nan))
             shown = np.array2string(mean.ravel()[:6], precision=4)
             more = " ..." if mean.size > 6 else ""
             lines.append(f"  {name}: {type(q).__name__}{tuple(getattr(q, 'batch_shape', ()))} "
                          f"mean {shown}{more}")
+        for name, values in self.hyperparameters.items():
+            shown = ", ".join(f"{k}={v:.4g}" for k, v in values.items())
+            lines.append(f"  {name} hyperparameters: {shown}")
         return "\n".join(lines)
 
     def __repr__(self):
@@ -74,107 +106,33 @@ class FitResult:
 
     # ------------------------------------------------------------------ persistence
     def save(self, path):
-        """Write the result to ``path`` (``.npz``; arrays plus JSON metadata, no pickle)."""
-        arrays = {"elbo_trace": self.elbo_trace, "rho_trace": self.rho_trace}
-        state = self._state
-        for k, sites in enumerate(state["sites"]):
-            for b, parts in sites.items():
-                for j, a in enumerate(parts):
-                    arrays[f"sites/{k}/{b}/{j}"] = a
-        for k, messages in enumerate(state["messages"]):
-            for b, parts in messages.items():
-                for j, a in enumerate(parts):
-                    arrays[f"messages/{k}/{b}/{j}"] = a
-        for k, order in enumerate(state["orders"]):
-            if order is not None:
-                arrays[f"orders/{k}"] = order
-        for b, block_state in state["block_states"].items():
-            for key, a in block_state.items():
-                arrays[f"block_state/{b}/{key}"] = np.asarray(a)
-        for key, a in state.get("accelerator", {}).items():
-            arrays[f"accelerator/{key}"] = a
-        kinds = {}
-        for name, q in self.posterior.items():
-            if isinstance(q, ExponentialFamily):
-                kinds[name] = ["expfam", type(q).name, len(q.natural)]
-                for j, a in enumerate(q.natural):
-                    arrays[f"posterior/{name}/{j}"] = a
-            else:
-                kinds[name] = ["marginals", type(q).__name__, 2]
-                arrays[f"posterior/{name}/0"] = np.asarray(q.mean)
-                arrays[f"posterior/{name}/1"] = np.asarray(q.var)
-        meta = {
-            "format": _FORMAT,
-            "n_iter": self.n_iter,
-            "converged": self.converged,
-            "n_backoffs": self.n_backoffs,
-            "timings": {"total": self.timings.get("total"),
-                        "per_iteration": list(self.timings.get("per_iteration", []))},
-            "posterior_kinds": kinds,
-            "site_layout": {str(k): {b: len(p) for b, p in s.items()} for k, s in enumerate(state["sites"])},
-            "rule_state": state["rule_state"],
-            "rng_state": state["rng_state"],
-            "positions": state["positions"],
-            "iteration": state["iteration"],
-            "factor_names": state["factor_names"],
-            "coarse": state.get("coarse", False),
-            "flags": state.get("flags", {}),
-            "site_views": [[getattr(v, "kind", "raw"), getattr(v, "block", None)] for v in self.sites],
-        }
-        arrays["__meta__"] = np.array(json.dumps(meta))
-        with open(path, "wb") as fh:
-            np.savez_compressed(fh, **arrays)
+        """Write the result to ``path`` atomically (``.npz``: arrays plus JSON metadata, no pickle).
+
+        The file is written to a temporary file beside ``path`` and renamed
+        over it only when complete, so a failed save leaves any previous file
+        at ``path`` as it was.
+        """
+        from .fitfile import save
+
+        save(self, path)
 
     @classmethod
     def load(cls, path):
-        """Read a result written by :meth:`save`.
+        """Read a result written by :meth:`save`, checking every entry.
 
         Posteriors of exponential-family blocks come back as family objects;
         structured posteriors come back as :class:`Marginals` (mean and var).
         To continue a fit, pass the loaded result to ``model.fit(init=...)``.
-        """
-        with np.load(path, allow_pickle=False) as data:
-            arrays = {k: data[k] for k in data.files}
-        meta = json.loads(str(arrays.pop("__meta__")))
-        if meta.get("format") != _FORMAT:
-            raise ValueError(f"path {path!r} is not an efvi fit file (format {meta.get('format')!r})")
-        posterior = {}
-        for name, (kind, cls_name, n_parts) in meta["posterior_kinds"].items():
-            parts = tuple(arrays[f"posterior/{name}/{j}"] for j in range(n_parts))
-            if kind == "expfam":
-                posterior[name] = expfam.get(cls_name).from_natural(parts)
-            else:
-                posterior[name] = Marginals(parts[0], parts[1])
-        sites, messages = [], []
-        for k, layout in sorted(meta["site_layout"].items(), key=lambda kv: int(kv[0])):
-            sites.append({b: tuple(arrays[f"sites/{k}/{b}/{j}"] for j in range(n)) for b, n in layout.items()})
-            messages.append({
-                b: tuple(arrays[f"messages/{k}/{b}/{j}"] for j in range(_count(arrays, f"messages/{k}/{b}/")))
-                for b in layout
-            })
-        orders = [arrays.get(f"orders/{k}") for k in range(len(sites))]
-        block_states = {}
-        for key, a in arrays.items():
-            if key.startswith("block_state/"):
-                _, b, name = key.split("/", 2)
-                block_states.setdefault(b, {})[name] = a
-        accelerator = {key.split("/", 1)[1]: a for key, a in arrays.items() if key.startswith("accelerator/")}
-        state = {
-            "sites": sites, "messages": messages, "orders": orders, "block_states": block_states,
-            "accelerator": accelerator,
-            "positions": meta["positions"], "rule_state": meta["rule_state"],
-            "rng_state": meta["rng_state"], "iteration": meta["iteration"], "coarse": meta.get("coarse", False),
-            "flags": meta.get("flags", {}),
-            "factor_names": meta["factor_names"],
-        }
-        from .factor import GaussianSiteView, SiteView
 
-        views = [GaussianSiteView(s, block) if kind == "gaussian" else SiteView(s)
-                 for s, (kind, block) in zip(sites, meta["site_views"])]
-        return cls(
-            posterior, views, arrays["elbo_trace"], arrays["rho_trace"],
-            meta["n_iter"], meta["converged"], meta["n_backoffs"], meta["timings"], state,
-        )
+        Raises
+        ------
+        efvi.inference.FitFileError
+            If the file cannot be read or any entry is missing, malformed or
+            out of range; the message names the file and the entry.
+        """
+        from .fitfile import load
+
+        return load(path)
 
 
 class Marginals:
@@ -195,7 +153,3 @@ class Marginals:
 
     def __repr__(self):
         return f"Marginals(n={self.mean.shape[0]})"
-
-
-def _count(arrays, prefix):
-    return sum(1 for key in arrays if key.startswith(prefix))

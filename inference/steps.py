@@ -21,27 +21,50 @@ import numpy as np
 
 
 class StepRule:
-    """Base class of step-size rules."""
+    """Base class of step-size rules.
+
+    A rule is a fixed configuration; what changes during a fit (e.g. the
+    adaptive rule's current step size) lives in a small JSON-serialisable
+    ``state`` dict that the fit owns, so that a rule object can serve any
+    number of fits and a saved fit resumes exactly.
+    """
 
     adaptive = False
 
-    def rho(self, iteration):
+    def params(self):
+        """The constructor arguments (JSON numbers), so that a saved fit can rebuild and check its rule."""
+        return {}
+
+    def initial_state(self):
+        """The state at the start of a fit (a dict of JSON numbers and booleans)."""
+        return {}
+
+    def check_state(self, state):
+        """``state`` as this rule's state after checking it (e.g. one read from a file).
+
+        Raises
+        ------
+        ValueError
+            Naming the entry that is missing or out of range.
+        """
+        if state:
+            raise ValueError(f"{type(self).__name__} keeps no state; got {state!r}")
+        return {}
+
+    def rho(self, iteration, state=None):
         """The step size to try first at ``iteration`` (0-based)."""
         raise NotImplementedError
 
-    def accepted(self, rho):
-        """Called after a step of size ``rho`` was accepted."""
+    def full_step(self, iteration):
+        """The longest step this rule takes at ``iteration``; a shorter accepted step is a shortened one."""
+        return self.rho(iteration, self.initial_state())
 
-    def rejected(self, rho):
+    def accepted(self, rho, state=None):
+        """Called after a step of size ``rho`` was accepted (updates ``state`` in place)."""
+
+    def rejected(self, rho, state=None):
         """Called after a step of size ``rho`` was rejected; returns the next ``rho`` to try."""
         return 0.5 * rho
-
-    def state(self):
-        """JSON-serialisable state, for saving and resuming a fit."""
-        return {}
-
-    def set_state(self, state):
-        """Restore :meth:`state`."""
 
 
 class Fixed(StepRule):
@@ -50,7 +73,10 @@ class Fixed(StepRule):
     def __init__(self, rho=1.0):
         self._rho = _check_rho(rho, "rho")
 
-    def rho(self, iteration):
+    def params(self):
+        return {"rho": self._rho}
+
+    def rho(self, iteration, state=None):
         return self._rho
 
     def __repr__(self):
@@ -74,7 +100,10 @@ class Decaying(StepRule):
         self.delay = _check_number(delay, "delay", lambda x: x > 0, "a finite number > 0")
         self.power = _check_number(power, "power", lambda x: 0.5 < x <= 1.0, "a number in (0.5, 1]")
 
-    def rho(self, iteration):
+    def params(self):
+        return {"rho0": self.rho0, "delay": self.delay, "power": self.power}
+
+    def rho(self, iteration, state=None):
         return self.rho0 * (1.0 + iteration / self.delay) ** (-self.power)
 
     def __repr__(self):
@@ -107,31 +136,49 @@ class Adaptive(StepRule):
         self.shrink = _check_number(shrink, "shrink", lambda x: 0.0 < x < 1.0, "a number in (0, 1)")
         self.min_rho = _check_number(min_rho, "min_rho", lambda x: 0.0 < x < self.rho0,
                                      f"a number in (0, rho0) = (0, {self.rho0})")
-        self._current = self.rho0
-        self._rejected = False
 
-    def rho(self, iteration):
-        return self._current
+    def params(self):
+        return {"rho0": self.rho0, "grow": self.grow, "shrink": self.shrink, "max_rho": self.max_rho,
+                "min_rho": self.min_rho}
 
-    def accepted(self, rho):
+    def initial_state(self):
+        return {"current": self.rho0, "rejected": False}
+
+    def check_state(self, state):
+        if not isinstance(state, dict) or set(state) != {"current", "rejected"}:
+            raise ValueError(f"an Adaptive step state must be a dict with keys 'current' and 'rejected'; "
+                             f"got {state!r}")
+        current = state["current"]
+        if isinstance(current, bool) or not isinstance(current, (int, float)) or not (
+                np.isfinite(current) and self.min_rho <= current <= self.max_rho):
+            raise ValueError(f"the step state's 'current' must be a number in [min_rho, max_rho] = "
+                             f"[{self.min_rho}, {self.max_rho}]; got {current!r}")
+        if not isinstance(state["rejected"], bool):
+            raise ValueError(f"the step state's 'rejected' must be true or false; got {state['rejected']!r}")
+        return {"current": float(current), "rejected": state["rejected"]}
+
+    def rho(self, iteration, state=None):
+        return self.rho0 if state is None else state["current"]
+
+    def full_step(self, iteration):
+        return self.max_rho
+
+    def accepted(self, rho, state=None):
         # grow more cautiously (sqrt(grow)) right after a rejection: that step size was just too long
-        factor = np.sqrt(self.grow) if self._rejected else self.grow
-        self._current = min(self.max_rho, rho * factor)
-        self._rejected = False
+        factor = np.sqrt(self.grow) if state["rejected"] else self.grow
+        state["current"] = min(self.max_rho, rho * factor)
+        state["rejected"] = False
 
-    def rejected(self, rho):
-        self._rejected = True
+    def rejected(self, rho, state=None):
+        state["rejected"] = True
         return rho * self.shrink
-
-    def state(self):
-        return {"current": self._current, "rejected": self._rejected}
-
-    def set_state(self, state):
-        self._current = float(state.get("current", self.rho0))
-        self._rejected = bool(state.get("rejected", False))
 
     def __repr__(self):
         return f"Adaptive(rho0={self.rho0}, grow={self.grow}, shrink={self.shrink})"
+
+
+RULES = {"Adaptive": Adaptive, "Decaying": Decaying, "Fixed": Fixed}
+"""The built-in rules by class name (a saved fit names its rule)."""
 
 
 def resolve_step(step, stochastic):

@@ -6,6 +6,8 @@ converged sites the ELBO's gradient is that of ``log Z(theta)`` with the sites
 held fixed, which the block computes.
 """
 
+import copy
+
 import numpy as np
 
 
@@ -20,13 +22,13 @@ class KernelHyperparameters:
         """The kernel's log hyperparameters, shape (n_params,)."""
         return self.kernel.log_params
 
-    def set_hyperparameters(self, log_params):
-        """Rebuild the prior with new log hyperparameters."""
-        self._set_kernel(self.kernel.with_log_params(np.asarray(log_params, dtype=float)))
+    def hyperparameter_names(self):
+        """The kernel's parameter names, in the order of :meth:`hyperparameters`."""
+        return tuple(self.kernel.param_names)
 
-    def state(self):
-        return {"log_params": self.kernel.log_params}
-
-    def set_state(self, state):
-        if "log_params" in state:
-            self.set_hyperparameters(state["log_params"])
+    def with_hyperparameters(self, log_params):
+        """A new block whose kernel has the log hyperparameters ``log_params`` (this one is unchanged)."""
+        kernel = self.kernel.with_log_params(np.asarray(log_params, dtype=float))
+        block = copy.copy(self)
+        block._set_kernel(kernel)
+        return block

@@ -32,7 +32,7 @@ from .likelihoods import Likelihood
 from .likelihoods.gaussian import gaussian_expectations, gaussian_precision_site
 
 COARSE_POINTS = 20
-"""Gauss-Hermite points used far from the optimum (see :meth:`efvi.inference.Factor.set_coarse`)."""
+"""Gauss-Hermite points used far from the optimum (see :attr:`efvi.inference.Factor.has_coarse_rule`)."""
 
 
 class GaussianSiteFactor(Factor):
@@ -71,18 +71,15 @@ class GaussianSiteFactor(Factor):
                 raise ValueError(f"{self.describe()}: the precision block must be a single Gamma; "
                                  f"got batch shape {block.prior.batch_shape}")
 
-    _coarse_points = None
-
     @property
     def conjugate(self):
         """A Gaussian likelihood (known noise or a Gamma precision block) is conjugate."""
         return bool(self.likelihood.conjugate)
 
-    def set_coarse(self, coarse):
-        """Use a fixed 20-point rule while ``coarse`` (the likelihood's own rule otherwise)."""
-        has_quadrature = self.precision_block is None and not self.likelihood.conjugate
-        self._coarse_points = COARSE_POINTS if (coarse and has_quadrature) else None
-        return has_quadrature
+    @property
+    def has_coarse_rule(self):
+        """Quadrature likelihoods use a fixed 20-point rule while ``coarse`` (their own rule otherwise)."""
+        return self.precision_block is None and not self.likelihood.conjugate
 
     def init_sites(self, blocks):
         sites = {self.roles["on"]: self._zero_sites()}
@@ -106,6 +103,12 @@ class GaussianSiteFactor(Factor):
         sites = self._informed_form(blocks[self.roles["on"]], natural_mean, precision, g_m)
         return None if sites is None else {self.roles["on"]: sites}
 
+    def first_step_targets(self, blocks):
+        """The informed sites for an exponential-link likelihood (its CVI targets at a diffuse prior overflow)."""
+        if not self.likelihood.exponential_link:
+            return None
+        return self.informed_sites(blocks)
+
     def _informed_form(self, block, natural_mean, precision, g_m):
         """The informed sites in this factor's stored form, or None to start at the prior (default: ``(gamma, pi)``)."""
         return (natural_mean, precision)
@@ -113,7 +116,7 @@ class GaussianSiteFactor(Factor):
     def _zero_sites(self):
         return (np.zeros(self.n_data), np.zeros(self.n_data))
 
-    def evaluate(self, q, index=None, rng=None):
+    def evaluate(self, q, index=None, rng=None, coarse=False):
         q_block = q[self.roles["on"]]
         mean, var = self._marginals(q_block, index)
         y = self.y if index is None else self.y[index]
@@ -124,7 +127,7 @@ class GaussianSiteFactor(Factor):
             targets[self.precision_block] = gaussian_precision_site(mean, var, y)
         else:
             lik = self.likelihood if index is None else self.likelihood.subset(index)
-            expected, g_m, g_v = lik._variational_expectations(mean, var, y, self._coarse_points)
+            expected, g_m, g_v = lik._variational_expectations(mean, var, y, COARSE_POINTS if coarse else None)
         natural_mean, precision = _site_targets(mean, g_m, g_v)
         targets[self.roles["on"]] = self._targets(q_block, natural_mean, precision, g_m, index)
         return FactorEval(float(np.sum(expected)), targets)
@@ -168,6 +171,29 @@ def site_kl(natural_mean, precision, mean, var, log_normaliser):
     return float(_expected_log_sites(natural_mean, precision, mean, var) - log_normaliser)
 
 
+def site_divergence(q, other):
+    r"""The Jeffreys divergence ``KL(q || other) + KL(other || q)`` of two posteriors of one structured prior.
+
+    Both are the prior times per-point sites, so their natural parameters
+    differ by ``(gamma'_i - gamma_i, -(pi'_i - pi_i) / 2)`` on the statistics
+    ``(a_i, a_i^2)``, and
+
+    .. math:: J = \sum_i \Delta\gamma_i \Delta m_i
+              - \tfrac12 \Delta\pi_i \Delta(v_i + m_i^2).
+
+    Parameters
+    ----------
+    q, other : posteriors with ``natural_mean``, ``precision``, ``mean`` and ``var``, each shape (N,)
+
+    Returns
+    -------
+    float
+    """
+    second = (other.var + other.mean ** 2) - (q.var + q.mean ** 2)
+    return float(np.sum((other.natural_mean - q.natural_mean) * (other.mean - q.mean)
+                        - 0.5 * (other.precision - q.precision) * second))
+
+
 @numba.jit(**NUMBA_OPTIONS)
 def _site_targets(mean, d_mean, d_var):
     """Site targets ``gamma_i = g_m + pi_i m_i``, ``pi_i = -2 g_v`` (module notes) in one pass; each (N,)."""
@@ -190,4 +216,4 @@ def _expected_log_sites(natural_mean, precision, mean, var):
     return total
 
 
-__all__ = ["GaussianSiteFactor", "site_kl"]
+__all__ = ["GaussianSiteFactor", "site_divergence", "site_kl"]

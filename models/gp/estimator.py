@@ -33,7 +33,7 @@ class _GPEstimator:
         fit = model.fit(max_iter=self.max_iter, tol=self.tol)
         self.fit_result_ = fit
         self.posterior_ = fit.posterior["f"]
-        self.kernel_ = prior.kernel
+        self.kernel_ = fit.priors["f"].kernel if "f" in fit.priors else self.kernel
         self.n_iter_ = fit.n_iter
         self.converged_ = fit.converged
         self.lower_bounds_ = fit.elbo_trace

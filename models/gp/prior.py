@@ -24,6 +24,7 @@ from ...expfam._validation import as_float, check_integer
 from ...inference import Block
 
 from .._hyper import KernelHyperparameters
+from ..sites import site_divergence
 
 from .kernels import Kernel
 from .kernels._validation import as_inputs
@@ -139,6 +140,9 @@ class GP(KernelHyperparameters, Block):
         # the solver's closed form: equal to the site formula's sum_i E_q[log t_i] - log Z, without
         # its cancellation of pi-sized terms at small noise (the prior mean shifts both q and p)
         return q._solved.kl
+
+    def divergence(self, q, other):
+        return site_divergence(q, other)
 
     # ------------------------------------------------------------------ hyperparameters
     def log_normaliser(self, log_params, message):

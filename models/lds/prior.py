@@ -24,7 +24,7 @@ from ...inference import Block, InvalidPosterior
 
 from .._hyper import KernelHyperparameters
 from ..gp.kernels import Kernel
-from ..sites import site_kl
+from ..sites import site_divergence, site_kl
 from .fisher_identity import log_normaliser_grad
 from .smoother import STATUS_OK, Workspace, _run_smoother, _validate
 
@@ -108,6 +108,9 @@ class StateSpacePrior(Block):
 
     def kl(self, q):
         return site_kl(q.natural_mean, q.precision, q.mean, q.var, q.log_normaliser)
+
+    def divergence(self, q, other):
+        return site_divergence(q, other)
 
 
 class LDS(StateSpacePrior):

@@ -74,6 +74,10 @@ class Likelihood:
         precision is >= 0).
     conjugate : bool
         Whether the likelihood is Gaussian in a (sites do not depend on q).
+    exponential_link : bool
+        Whether ``E[log p(y | a)]`` grows like ``exp(m + v/2)`` (a log link):
+        under a diffuse prior its CVI targets overflow, so a fit from the prior
+        takes its first step towards the data-informed sites instead.
     per_point_name : str or None
         Name of the parameter that may vary per data point, if any.
     strip_half_width : float
@@ -84,6 +88,7 @@ class Likelihood:
     support = "real numbers"
     log_concave = True
     conjugate = False
+    exponential_link = False
     per_point_name = None
     strip_half_width = 1.0
     _repr_fields = ()

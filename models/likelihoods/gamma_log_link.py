@@ -65,6 +65,7 @@ class GammaLogLink(Likelihood):
     """
 
     support = "positive real numbers"
+    exponential_link = True
     _repr_fields = ("shape",)
     _log_lik = staticmethod(_log_lik)
     strip_half_width = np.inf  # entire in a: one 20-point rule (the closed form is used anyway)

@@ -66,6 +66,7 @@ class Poisson(Likelihood):
     """
 
     support = "non-negative integer counts"
+    exponential_link = True
     per_point_name = "exposure"
     _repr_fields = ("exposure",)
     _log_lik = staticmethod(_log_lik)

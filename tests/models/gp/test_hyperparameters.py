@@ -58,7 +58,9 @@ def test_learned_hyperparameters_of_gaussian_regression_maximise_the_marginal_li
     block = gp.GP(gp.kernels.Matern52(lengthscale=0.5, variance=0.5), X, learn_hyperparameters=True)
     fit = Model({"f": block}, [Observe(likelihoods.Gaussian(variance=NOISE), y, on="f")]).fit(tol=1e-12)
     assert fit.converged
-    lengthscale, variance = np.exp(block.kernel.log_params)
+    assert np.array_equal(block.kernel.log_params, np.log([0.5, 0.5]))       # the model's block is unchanged
+    lengthscale, variance = np.exp(fit.priors["f"].kernel.log_params)
+    assert fit.hyperparameters["f"] == {"lengthscale": lengthscale, "variance": variance}
 
     sklearn_kernel = (sk_kernels.ConstantKernel(0.5, (1e-5, 1e5))
                       * sk_kernels.Matern(length_scale=0.5, nu=2.5, length_scale_bounds=(1e-5, 1e5)))
@@ -86,7 +88,7 @@ def _classification_data(n=40, seed=0):
 def _classification_fit(kernel, X, y, learn):
     block = gp.GP(kernel, X, learn_hyperparameters=learn)
     fit = Model({"f": block}, [Observe(likelihoods.BernoulliLogit(), y, on="f")]).fit(tol=1e-12, max_iter=300)
-    return fit, block
+    return fit, fit.priors.get("f", block)
 
 
 def test_learning_hyperparameters_improves_the_classification_elbo_to_a_stationary_point():

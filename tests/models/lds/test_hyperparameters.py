@@ -94,6 +94,7 @@ def test_learning_recovers_the_lengthscale_and_raises_the_elbo():
     learned = Model({"f": block}, [Observe(likelihoods.Poisson(), y, on="f")]).fit()
     fixed = Model({"f": lds.MarkovGP(start, t)}, [Observe(likelihoods.Poisson(), y, on="f")]).fit()
     assert learned.converged and fixed.converged
+    block = learned.priors["f"]
     lengthscale, variance = np.exp(block.kernel.log_params)
     assert 1.0 < lengthscale < 4.0
     assert 0.3 < variance < 3.0
@@ -114,7 +115,7 @@ def test_markov_and_dense_gp_learn_the_same_hyperparameters():
     fits = {name: Model({"f": block}, [Observe(likelihoods.Poisson(), y, on="f")]).fit()
             for name, block in blocks.items()}
     assert fits["markov"].converged and fits["dense"].converged
-    learned = {name: np.exp(block.kernel.log_params) for name, block in blocks.items()}
+    learned = {name: np.exp(fit.priors["f"].kernel.log_params) for name, fit in fits.items()}
     assert not np.allclose(learned["markov"], [0.5, 0.3], rtol=0.1)       # it moved
     np.testing.assert_allclose(learned["markov"], learned["dense"], rtol=1e-4)
     assert fits["markov"].elbo == pytest.approx(fits["dense"].elbo, rel=1e-8)

@@ -1,0 +1,196 @@
+r"""The fit's controller: step sizes, acceleration and the stopping rule in one place.
+
+Step sizes come from the fit's :class:`~efvi.inference.StepRule`; the
+controller keeps the rule's state in the fit state and adds the decisions that
+span iterations:
+
+* **acceleration** -- extrapolate (:mod:`efvi.inference.acceleration`) only in
+  the asymptotic regime: full steps are being accepted, the last proposal was
+  not rejected, no ordinary step is needed to confirm convergence, and
+  ordinary steps converge slowly (an iteration gains at least
+  ``ACCELERATE_ABOVE`` of the gain of the one before);
+* **stopping** -- a deterministic fit passes the ELBO test when the relative
+  change of one iteration is at most ``tol`` or the ELBO it has still to gain,
+  estimated from gains that shrink at least geometrically
+  (:func:`estimated_remaining_gain`), is at most ``tol`` (relative);
+  a stochastic fit compares the mean ELBO of its last two windows of 20
+  iterations;
+* **honest convergence** -- a small ELBO change is evidence of convergence
+  only when the step could have moved the fit.  When the ELBO test passes
+  after a shortened step (rejected proposals, back-offs, or no acceptable step
+  at all), the controller asks how far the full CVI step from the current
+  state would move the posterior, measured by the symmetrised KL (Jeffreys)
+  divergence
+  :math:`J = \langle \lambda_{full} - \lambda, \mu_{full} - \mu \rangle`,
+  and declares convergence only if :math:`J` is at most ``JEFFREYS_FACTOR``
+  times the ELBO tolerance.  Near an optimum the full step gains about
+  :math:`J / 2`, so this agrees with the ELBO test; a fit that crawls with
+  tiny steps far from its optimum has a large :math:`J` and is not converged.
+
+Near the optimum CVI converges linearly with a small rate: the gains of
+successive ordinary steps shrink by a near-constant ratio (about 2e-3 for
+logistic regression, 3e-2 for GP classification), or faster.  So when the last
+three gains :math:`\Delta_{k-2}, \Delta_{k-1}, \Delta_k > 0` have ratios
+:math:`r_k = \Delta_k / \Delta_{k-1} \le r_{k-1} < 1/2`, the geometric tail
+:math:`\Delta_k r_k / (1 - r_k)` estimates the gain still to come: exactly for
+a constant rate, from above for a shrinking one.  That saves the step whose
+only use would be to confirm convergence.
+"""
+
+import numpy as np
+
+ACCELERATE_ABOVE = 0.1
+"""Extrapolate only while an ordinary step gains at least this fraction of the ELBO gain of the step
+before (a linear rate above about 0.3): faster convergence does not repay the extrapolation's cost."""
+
+JEFFREYS_FACTOR = 10.0
+"""A shortened last step counts as converged only if the full step's Jeffreys divergence is at most
+this many times the ELBO tolerance (the full step near an optimum gains about half its divergence)."""
+
+STOCHASTIC_WINDOW = 20
+"""Iterations per window of the stochastic stopping rule."""
+
+CONTINUE, CONVERGED, CHECK = "continue", "converged", "check"
+
+
+class Controller:
+    """Step sizes, acceleration and stopping for one fit; its state lives in ``state`` (a ControllerState).
+
+    Parameters
+    ----------
+    rule : efvi.inference.StepRule
+    state : efvi.inference.state.ControllerState
+    tol : float
+        Relative ELBO tolerance.
+    stochastic : bool
+        Whether ELBOs are estimates (Monte Carlo factors or minibatches).
+    """
+
+    def __init__(self, rule, state, tol, stochastic):
+        self.rule, self.state, self.tol, self.stochastic = rule, state, tol, stochastic
+
+    # ------------------------------------------------------------------ step sizes
+    def first_rho(self, iteration):
+        """The step size to try first in this iteration."""
+        return self.rule.rho(iteration, self.state.rule)
+
+    def retry_rho(self, rho):
+        """The next step size after ``rho`` was rejected (ELBO check), or None when the rule gives up."""
+        rho = self.rule.rejected(rho, self.state.rule)
+        return rho if rho >= self.rule.min_rho else None
+
+    def accepted(self, rho):
+        """Record that a step of size ``rho`` was accepted."""
+        self.rule.accepted(rho, self.state.rule)
+
+    def is_shortened(self, rho, iteration):
+        """Whether an accepted ``rho`` is shorter than the rule's full step at ``iteration``."""
+        return rho < self.rule.full_step(iteration) * (1.0 - 1e-12)
+
+    # ------------------------------------------------------------------ acceleration
+    @property
+    def accelerator(self):
+        """The Anderson accelerator of this fit, or None."""
+        return self.state.accelerator
+
+    def accelerate_now(self, iteration, elbo_trace):
+        """Whether to try an extrapolated step in this iteration (see the module notes)."""
+        state = self.state
+        if state.accelerator is None or state.plain_next:
+            return False
+        if state.accelerator_rest > 0:
+            state.accelerator_rest -= 1
+            return False
+        return self.first_rho(iteration) >= self.rule.max_rho and _converging_slowly(elbo_trace)
+
+    def extrapolation_done(self, accepted):
+        """Record the outcome of an extrapolation; rejected ones back off exponentially."""
+        state = self.state
+        if accepted:
+            state.accelerator_failures = 0
+            return
+        # rejected extrapolations become rare where they do not pay (often the pre-asymptotic
+        # phase), yet the accelerator returns once the iteration settles into its linear regime
+        state.accelerator_failures += 1
+        state.accelerator_rest = 2 ** state.accelerator_failures - 1
+
+    def forget_history(self):
+        """Forget the gains and the acceleration history (the fixed-point map changed)."""
+        self.state.gains = []
+        if self.state.accelerator is not None:
+            self.state.accelerator.reset()
+
+    # ------------------------------------------------------------------ stopping
+    def elbo_test(self, elbo, previous, accelerated, elbo_trace):
+        """After an iteration: CONTINUE, CONVERGED, or CHECK (the ELBO test passed after a shortened step).
+
+        Parameters
+        ----------
+        elbo, previous : float
+            ELBO after and before the iteration (``previous`` unused for stochastic fits).
+        accelerated : bool
+            Whether the iteration was an extrapolated step.
+        elbo_trace : list of float
+            The whole trace, this iteration included (stochastic windows).
+        """
+        if self.stochastic:
+            return CONVERGED if _windows_agree(elbo_trace, self.tol) else CONTINUE
+        state = self.state
+        allowed = self.allowed(elbo)
+        state.gains.append(np.nan if accelerated else elbo - previous)
+        del state.gains[:-3]
+        passed = abs(elbo - previous) <= allowed or estimated_remaining_gain(state.gains) <= allowed
+        # an extrapolated step that barely moves may be stagnation, not convergence:
+        # only an ordinary CVI step may confirm convergence
+        state.plain_next = passed and accelerated
+        return CHECK if passed and not accelerated else CONTINUE
+
+    def allowed(self, elbo):
+        """The ELBO change that counts as converged at ``elbo``: ``tol * |elbo|``."""
+        return self.tol * max(abs(elbo), 1e-300)
+
+    def divergence_converged(self, divergence, elbo):
+        """Whether a full step's Jeffreys divergence is small enough to call the fit converged."""
+        return bool(divergence <= JEFFREYS_FACTOR * self.allowed(elbo))
+
+
+def estimated_remaining_gain(gains):
+    """The ELBO still to gain, estimated from gains that shrink at least geometrically.
+
+    Parameters
+    ----------
+    gains : list of float
+        ELBO gain of each iteration so far, oldest first; NaN for an
+        extrapolated (accelerated) step, which says nothing about the rate.
+
+    Returns
+    -------
+    float
+        ``Delta_k r_k / (1 - r_k)`` with ``r_k = Delta_k / Delta_{k-1}`` when the
+        last three gains are positive with ratios ``r_k <= r_{k-1} < 1/2``;
+        ``inf`` otherwise (no evidence of a steady, fast rate).
+    """
+    if len(gains) < 3:
+        return np.inf
+    first, second, last = gains[-3:]
+    if not (first > 0 and second > 0 and last > 0):     # also False for NaN
+        return np.inf
+    ratio, ratio_before = last / second, second / first
+    if not ratio <= ratio_before < 0.5:
+        return np.inf
+    return last * ratio / (1.0 - ratio)
+
+
+def _converging_slowly(trace):
+    if len(trace) < 3:
+        return True
+    last, before = trace[-1] - trace[-2], trace[-2] - trace[-3]
+    return not before > 0.0 or last >= ACCELERATE_ABOVE * before
+
+
+def _windows_agree(trace, tol, length=STOCHASTIC_WINDOW):
+    """Stochastic fits: the mean ELBO of the last two windows of ``length`` iterations agree within ``tol``."""
+    if len(trace) < 2 * length:
+        return False
+    recent, before = np.mean(trace[-length:]), np.mean(trace[-2 * length:-length])
+    return bool(abs(recent - before) <= tol * abs(recent))
