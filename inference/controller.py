@@ -17,10 +17,10 @@ span iterations:
   iterations;
 * **honest convergence** -- a small ELBO change is evidence of convergence
   only when the step could have moved the fit.  When the ELBO test passes
-  after a shortened step (rejected proposals, back-offs, or no acceptable step
-  at all), the controller asks how far the full CVI step from the current
-  state would move the posterior, measured by the symmetrised KL (Jeffreys)
-  divergence
+  after a step shorter than a full CVI step (``rho < 1``: a short fixed step,
+  rejected proposals, back-offs, or no acceptable step at all), the controller
+  asks how far the full step from the current state would move the
+  posterior, measured by the symmetrised KL (Jeffreys) divergence
   :math:`J = \langle \lambda_{full} - \lambda, \mu_{full} - \mu \rangle`,
   and declares convergence only if :math:`J` is at most ``JEFFREYS_FACTOR``
   times the ELBO tolerance.  Near an optimum the full step gains about
@@ -83,9 +83,9 @@ class Controller:
         """Record that a step of size ``rho`` was accepted."""
         self.rule.accepted(rho, self.state.rule)
 
-    def is_shortened(self, rho, iteration):
-        """Whether an accepted ``rho`` is shorter than the rule's full step at ``iteration``."""
-        return rho < self.rule.full_step(iteration) * (1.0 - 1e-12)
+    def is_short(self, rho):
+        """Whether an accepted ``rho`` is shorter than a full CVI step (stochastic fits: never checked)."""
+        return not self.stochastic and rho < 1.0 - 1e-12
 
     # ------------------------------------------------------------------ acceleration
     @property

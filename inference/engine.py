@@ -364,7 +364,7 @@ class Engine:
         rho : float
             Smallest step size used (0.0 if some block found no acceptable step).
         shortened : list of str
-            Blocks whose accepted step was shorter than the rule's full step (or none at all).
+            Blocks whose accepted step was shorter than a full CVI step (or none at all).
         accelerated : bool
             Whether the sweep was an extrapolated step.
         """
@@ -379,7 +379,7 @@ class Engine:
             rho, current, extrapolated = self._update_block(b, batches, current, accelerate)
             accelerated |= extrapolated
             rhos.append(rho)
-            if not extrapolated and self.controller.is_shortened(rho, state.iteration):
+            if not extrapolated and self.controller.is_short(rho):
                 shortened.append(b)
         elbo = current if current is not None else self.elbo(self.q, batches)
         state.iteration += 1

@@ -258,8 +258,8 @@ class _Reader:
         posterior, shapes = {}, {}
         for i, (name, kind) in enumerate(spec.items()):
             entry = f"__meta__.posterior[{name!r}]"
-            self.check(isinstance(kind, dict) and set(kind) == {"kind", "family"}, entry,
-                       f"must be an object with 'kind' and 'family'; got {kind!r}")
+            self.check(isinstance(kind, dict) and set(kind) == {"kind", "family"} and isinstance(kind["family"], str),
+                       entry, f"must be an object with 'kind' and 'family' (a name); got {kind!r}")
             if kind["kind"] == "expfam":
                 try:
                     family = expfam.get(kind["family"])
@@ -353,7 +353,10 @@ class _Reader:
         kind, params, rule_state = get.str("rule_kind"), get.dict("rule_params"), get.dict("rule_state")
         if kind in RULES:
             try:
-                rule_state = RULES[kind](**params).check_state(rule_state)
+                rule = RULES[kind](**params)
+                if set(rule.params()) != set(params):
+                    raise ValueError(f"its parameters must be {sorted(rule.params())}")
+                rule_state = rule.check_state(rule_state)
             except (TypeError, ValueError) as err:
                 self.fail(entry, f"holds a step state that does not suit its rule {kind}({params}): {err}")
         gains = self.array("controller/gains", finite=False)

@@ -73,9 +73,10 @@ class Loop:
             if verdict in (CONVERGED, CHECK):
                 return True
             if stalled:
-                self.failure = (f"no step size in [min_rho, 1] increased the ELBO at iteration {state.iteration} "
-                                "although a full step would still move the posterior: the fit stalled before "
-                                "its optimum (try another start, a tighter prior, or standardised inputs)")
+                self.failure = (f"no step size down to min_rho={controller.rule.min_rho:g} increased the ELBO at "
+                                f"iteration {state.iteration} although a full step would still move the "
+                                "posterior: the fit stalled before its optimum (try another step rule or "
+                                "start, a tighter prior, or standardised inputs)")
                 return False
         return False
 

@@ -55,10 +55,6 @@ class StepRule:
         """The step size to try first at ``iteration`` (0-based)."""
         raise NotImplementedError
 
-    def full_step(self, iteration):
-        """The longest step this rule takes at ``iteration``; a shorter accepted step is a shortened one."""
-        return self.rho(iteration, self.initial_state())
-
     def accepted(self, rho, state=None):
         """Called after a step of size ``rho`` was accepted (updates ``state`` in place)."""
 
@@ -159,9 +155,6 @@ class Adaptive(StepRule):
 
     def rho(self, iteration, state=None):
         return self.rho0 if state is None else state["current"]
-
-    def full_step(self, iteration):
-        return self.max_rho
 
     def accepted(self, rho, state=None):
         # grow more cautiously (sqrt(grow)) right after a rejection: that step size was just too long

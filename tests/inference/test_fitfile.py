@@ -1,0 +1,345 @@
+"""Fit files: atomic saves, and a load that checks every entry and names what is wrong."""
+
+import errno
+import json
+import os
+import time
+
+import numpy as np
+import pytest
+
+import efvi.inference.fitfile as fitfile
+from efvi.expfam import Gamma, Gaussian
+from efvi.inference import Fixed, FitFileError, FitResult, Model
+from efvi.models import Observe, glm, gp, lds, likelihoods
+
+
+def _markov_gp_mid_search():
+    """A learning Markov GP stopped inside its hyperparameter search: every kind of entry is present."""
+    rng = np.random.default_rng(4)
+    t = np.sort(rng.uniform(0, 60, size=120))
+    y = rng.poisson(np.exp(np.sin(t / 5))).astype(float)
+    prior = lds.MarkovGP(gp.kernels.Matern32(lengthscale=1.0, variance=0.5), t, learn_hyperparameters=True)
+    model = Model({"f": prior}, [Observe(likelihoods.Poisson(), y, on="f")])
+    fit = model.fit(max_iter=14, warn=False)
+    assert fit.state.hyper.evaluations and fit.state.controller.accelerator.size
+    return model, fit
+
+
+def _minibatch_vmp():
+    """Two blocks (Gaussian weights, Gamma noise), minibatch orders, a Fixed step rule."""
+    rng = np.random.default_rng(5)
+    X = np.column_stack([np.ones(50), rng.normal(size=(50, 2))])
+    y = X @ [1.0, -0.5, 0.25] + 0.3 * rng.normal(size=50)
+    model = Model({"w": Gaussian.from_mean_cov(np.zeros(3), 10 * np.eye(3)), "tau": Gamma(1.0, 1.0)},
+                  [glm.GLM(likelihoods.Gaussian(precision="tau"), X, y, on="w")])
+    fit = model.fit(step=Fixed(0.5), batch_size=20, minibatch="sites", max_iter=4, warn=False)
+    assert fit.state.orders[0] is not None
+    return model, fit
+
+
+FITS = {"markov_gp": _markov_gp_mid_search, "minibatch_vmp": _minibatch_vmp}
+
+
+@pytest.fixture(scope="module", params=sorted(FITS))
+def saved(request, tmp_path_factory):
+    model, fit = FITS[request.param]()
+    path = tmp_path_factory.mktemp(request.param) / "fit.npz"
+    fit.save(path)
+    with np.load(path, allow_pickle=False) as data:
+        entries = {key: data[key] for key in data.files}
+    return model, fit, path, entries
+
+
+def _write(path, entries, meta=None):
+    entries = dict(entries)
+    if meta is not None:
+        entries["__meta__"] = np.array(json.dumps(meta))
+    with open(path, "wb") as fh:
+        np.savez(fh, **entries)
+
+
+def _meta(entries):
+    return json.loads(str(entries["__meta__"]))
+
+
+def _assert_rejected(path, match=None):
+    start = time.perf_counter()
+    with pytest.raises(FitFileError, match=match) as info:
+        FitResult.load(path)
+    assert time.perf_counter() - start < 5.0
+    assert str(path) in str(info.value)
+    return info.value
+
+
+# ---------------------------------------------------------------------- round trip and resume
+def test_a_loaded_fit_equals_the_saved_one_and_resumes_exactly(saved, tmp_path):
+    model, fit, path, _ = saved
+    loaded = FitResult.load(path)
+    np.testing.assert_array_equal(loaded.elbo_trace, fit.elbo_trace)
+    for name in fit.posterior:
+        np.testing.assert_array_equal(loaded.posterior[name].mean, fit.posterior[name].mean)
+    assert loaded.hyperparameters == fit.hyperparameters and loaded.factor_names == fit.factor_names
+    assert loaded.message == fit.message and loaded.converged == fit.converged
+    kwargs = {"step": Fixed(0.5), "batch_size": 20, "minibatch": "sites"} if "tau" in fit.posterior else {}
+    from_file = model.fit(init=loaded, max_iter=6, warn=False, **kwargs)
+    from_memory = model.fit(init=fit, max_iter=6, warn=False, **kwargs)
+    np.testing.assert_array_equal(from_file.elbo_trace, from_memory.elbo_trace)
+
+
+# ---------------------------------------------------------------------- atomic saves
+def test_a_failed_save_leaves_the_previous_file_loadable(saved, tmp_path, monkeypatch):
+    _, fit, _, _ = saved
+    path = tmp_path / "checkpoint.npz"
+    fit.save(path)
+    before = path.read_bytes()
+
+    def disk_full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(fitfile.os, "fsync", disk_full)
+    with pytest.raises(OSError, match="No space"):
+        fit.save(path)
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint.npz"]     # no temporary file left
+    np.testing.assert_array_equal(FitResult.load(path).elbo_trace, fit.elbo_trace)
+
+
+def test_a_save_interrupted_while_writing_leaves_the_previous_file(saved, tmp_path, monkeypatch):
+    _, fit, _, _ = saved
+    path = tmp_path / "checkpoint.npz"
+    fit.save(path)
+    before = path.read_bytes()
+
+    def half_written(fh, **arrays):
+        fh.write(b"PK\x03\x04 half of an archive")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(fitfile.np, "savez_compressed", half_written)
+    with pytest.raises(KeyboardInterrupt):
+        fit.save(path)
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint.npz"]
+
+
+def test_a_new_file_gets_the_usual_permissions(saved, tmp_path):
+    _, fit, _, _ = saved
+    mask = os.umask(0o022)
+    try:
+        fit.save(tmp_path / "new.npz")
+    finally:
+        os.umask(mask)
+    assert (tmp_path / "new.npz").stat().st_mode & 0o777 == 0o644
+
+
+# ---------------------------------------------------------------------- corrupted arrays
+def _array_variants(key, a):
+    yield "missing", None
+    yield "complex", a.astype(complex) + 1j
+    yield "string", np.full(a.shape, "x")
+    yield "object", np.array([object()] * max(a.size, 1), dtype=object)
+    yield "one more element", np.append(a.ravel(), a.ravel()[:1] if a.size else [0]).astype(a.dtype)
+    yield "another dtype", a.astype(np.float32 if a.dtype.kind == "i" else np.int64)
+    if a.dtype.kind == "f" and a.size and key != "controller/gains":
+        bad = a.copy()
+        bad.flat[0] = np.nan
+        yield "NaN", bad
+        if key != "hyper/evaluations/value":
+            bad = a.copy()
+            bad.flat[-1] = np.inf
+            yield "inf", bad
+
+
+def test_every_corrupted_array_is_rejected_by_name(saved, tmp_path):
+    _, _, _, entries = saved
+    path = tmp_path / "bad.npz"
+    checked = 0
+    for key, a in entries.items():
+        if key == "__meta__":
+            continue
+        for what, value in _array_variants(key, a):
+            changed = dict(entries)
+            if value is None:
+                del changed[key]
+            else:
+                changed[key] = value
+            _write(path, changed)
+            error = _assert_rejected(path)
+            assert repr(key) in str(error), (key, what, str(error))
+            checked += 1
+    assert checked > 60
+
+
+def test_arrays_reshaped_with_their_listing_are_still_rejected(saved, tmp_path):
+    """An array changed together with its entry in the metadata still contradicts the rest of the file."""
+    _, _, _, entries = saved
+    path = tmp_path / "bad.npz"
+    for key in ("elbo_trace", "sites/0/0/0", "messages/0/0/0", "posterior/0/0"):
+        changed, meta = dict(entries), _meta(entries)
+        changed[key] = np.append(entries[key].ravel(), 0.5)
+        meta["arrays"][key]["shape"] = list(changed[key].shape)
+        _write(path, changed, meta)
+        _assert_rejected(path)
+
+
+def test_entries_that_do_not_belong_are_rejected(saved, tmp_path):
+    _, _, _, entries = saved
+    path = tmp_path / "bad.npz"
+    _write(path, dict(entries, stray=np.zeros(2)))
+    _assert_rejected(path, "stray")
+    meta = _meta(entries)
+    meta["arrays"]["stray"] = {"dtype": "float64", "shape": [2]}
+    _write(path, dict(entries, stray=np.zeros(2)), meta)
+    _assert_rejected(path, "stray")
+
+
+# ---------------------------------------------------------------------- corrupted metadata
+def _paths(value, path=()):
+    """Every key path of a JSON value (objects and lists), leaves included."""
+    yield path
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            yield from _paths(inner, path + (key,))
+    elif isinstance(value, list):
+        for i, inner in enumerate(value):
+            yield from _paths(inner, path + (i,))
+
+
+def _wrong_values(value, path):
+    """Values that are wrong for this entry whatever it holds (type changes, out-of-range numbers)."""
+    if isinstance(value, bool):
+        return ["yes", 1]
+    if isinstance(value, str):
+        return [5, None]
+    if isinstance(value, (int, float)):
+        wrong = ["x", None]
+        if "rng" not in path:
+            wrong += [-1, float("nan"), float("inf")]
+        return wrong
+    return ["x", None]
+
+
+def _set(meta, path, value, delete=False):
+    target = meta
+    for key in path[:-1]:
+        target = target[key]
+    if delete:
+        del target[path[-1]]
+    else:
+        target[path[-1]] = value
+
+
+def test_every_corrupted_metadata_entry_is_rejected(saved, tmp_path):
+    _, _, _, entries = saved
+    path = tmp_path / "bad.npz"
+    meta = _meta(entries)
+    checked, accepted = 0, []
+    for key_path in _paths(meta):
+        if not key_path or key_path[0] in ("message",) or key_path[:2] == ("controller", "rule_kind"):
+            continue    # any string is a valid message; a rule of another name is simply not rebuilt
+        value = meta
+        for key in key_path:
+            value = value[key]
+        for wrong in _wrong_values(value, key_path):
+            changed = _meta(entries)
+            _set(changed, key_path, wrong)
+            accepted += _unless_rejected(path, entries, changed, (key_path, wrong))
+            checked += 1
+        if isinstance(key_path[-1], str):
+            changed = _meta(entries)
+            _set(changed, key_path, None, delete=True)
+            accepted += _unless_rejected(path, entries, changed, (key_path, "deleted"))
+            checked += 1
+    assert not accepted, f"corruptions that loaded: {accepted}"
+    assert checked > 100
+
+
+def _unless_rejected(path, entries, meta, what):
+    """``[what]`` if the file with this metadata loads, else ``[]`` (checking the error's speed and path)."""
+    _write(path, entries, meta)
+    try:
+        _assert_rejected(path)
+    except pytest.fail.Exception:
+        return [what]
+    return []
+
+
+@pytest.mark.parametrize("current", [5.0, 1e-300, float("nan"), -0.5, True])
+def test_an_impossible_step_state_is_rejected_at_load(current, tmp_path):
+    model, fit = _markov_gp_mid_search()
+    path = tmp_path / "fit.npz"
+    fit.save(path)
+    with np.load(path) as data:
+        entries = {key: data[key] for key in data.files}
+    meta = _meta(entries)
+    assert meta["controller"]["rule_kind"] == "Adaptive"
+    meta["controller"]["rule_state"]["current"] = current
+    _write(path, entries, meta)
+    _assert_rejected(path, "step state")
+
+
+@pytest.mark.parametrize("key, change, match", [
+    ("rho_trace", lambda a: a + 1.5, "step sizes"),
+    ("posterior/0/1", lambda a: -a, "positive variances"),
+    ("accelerator/counters", lambda a: a + 100, "counters"),
+])
+def test_values_out_of_range_are_rejected(key, change, match, tmp_path):
+    _, fit = _markov_gp_mid_search()
+    path = tmp_path / "fit.npz"
+    fit.save(path)
+    with np.load(path) as data:
+        entries = {k: data[k] for k in data.files}
+    entries[key] = change(entries[key])
+    _write(path, entries)
+    _assert_rejected(path, match)
+
+
+def test_orders_positions_and_natural_parameters_are_checked(tmp_path):
+    _, fit = _minibatch_vmp()
+    path = tmp_path / "fit.npz"
+    fit.save(path)
+    with np.load(path) as data:
+        entries = {k: data[k] for k in data.files}
+    order = entries["orders/0"].copy()
+    order[0] = order[1]
+    _write(path, dict(entries, **{"orders/0": order}))
+    _assert_rejected(path, "permutation")
+    meta = _meta(entries)
+    meta["positions"][0] = 51
+    _write(path, entries, meta)
+    _assert_rejected(path, "positions")
+    names = list(_meta(entries)["posterior"])
+    gamma = names.index("tau")
+    _write(path, dict(entries, **{f"posterior/{gamma}/0": np.array(-3.0)}))
+    _assert_rejected(path, "valid Gamma")
+
+
+# ---------------------------------------------------------------------- files that are not fits
+@pytest.mark.parametrize("content", [b"", b"not an archive at all", b"PK\x03\x04 truncated"])
+def test_files_that_are_not_archives_are_rejected(content, tmp_path):
+    path = tmp_path / "fit.npz"
+    path.write_bytes(content)
+    _assert_rejected(path, "cannot be read")
+
+
+def test_truncated_archives_and_other_files_are_rejected(saved, tmp_path):
+    _, _, source, entries = saved
+    data = source.read_bytes()
+    path = tmp_path / "fit.npz"
+    for cut in (len(data) // 3, len(data) - 10):
+        path.write_bytes(data[:cut])
+        _assert_rejected(path)
+    np.save(path.with_suffix(".npy"), np.zeros(3))
+    _assert_rejected(path.with_suffix(".npy"), "single .npy array")
+    _write(path, {k: v for k, v in entries.items() if k != "__meta__"})
+    _assert_rejected(path, "no '__meta__'")
+    for meta in ("{not json", "[1, 2]"):
+        _write(path, dict(entries, __meta__=np.array(meta)))
+        _assert_rejected(path, "__meta__")
+    _write(path, dict(entries, __meta__=np.zeros(3)))
+    _assert_rejected(path, "__meta__")
+    old = _meta(entries)
+    old["format"] = "efvi-fit-1"
+    _write(path, entries, old)
+    _assert_rejected(path, "older formats")
+    _assert_rejected(tmp_path / "missing.npz", "cannot be read")
