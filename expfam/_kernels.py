@@ -20,17 +20,22 @@ digammas with one logarithm and no cancellation.
 
 Numba options are set here rather than imported from ``models`` because
 ``expfam`` imports neither of the other packages.  They match
-``efvi.models._numba.NUMBA_OPTIONS`` (cached, no fastmath, so NaN and inf keep their
-IEEE meaning) plus ``error_model="numpy"``: a division by zero gives inf as in
-numpy instead of raising, which is what lets LLVM vectorise the loops.
+``efvi.models._numba.NUMBA_OPTIONS`` (cached where :mod:`efvi.expfam.numba_cache`
+finds a writable place, no fastmath, so NaN and inf keep their IEEE meaning)
+plus ``error_model="numpy"``: a division by zero gives inf as in numpy instead
+of raising, which is what lets LLVM vectorise the loops.
 """
 
+import os
 from math import exp, log, log1p, sqrt
 
 import numba
 import numpy as np
 
-_NUMBA_OPTIONS = dict(nopython=True, cache=True, nogil=True, fastmath=False, error_model="numpy")
+from .numba_cache import cache_enabled
+
+_NUMBA_OPTIONS = dict(nopython=True, cache=cache_enabled(os.path.dirname(__file__)), nogil=True, fastmath=False,
+                      error_model="numpy")
 
 MAX_ITER = 100
 """Iterations allowed before a solve counts as not converged."""

@@ -25,10 +25,10 @@ label without its last entry, so it depends on :math:`K`: use
 
 import autograd.numpy as anp
 import numpy as np
-from autograd.scipy.special import logsumexp as anp_logsumexp
 from scipy import special
 
 from ._base import ExponentialFamily
+from ._differentiable import logsumexp
 from ._registry import register
 from ._validation import as_float, number, violation
 
@@ -135,7 +135,7 @@ class Categorical(ExponentialFamily):
     @classmethod
     def log_partition(cls, natural):
         """``log(1 + sum_k exp(lambda_k))``; autograd-differentiable, shape ``batch``."""
-        return anp_logsumexp(_with_reference(natural[0], anp.zeros, anp.concatenate), axis=-1)
+        return logsumexp(_with_reference(natural[0], anp.zeros, anp.concatenate), axis=-1)
 
     @classmethod
     def natural_to_mean(cls, natural):

@@ -51,10 +51,10 @@ parameters.
 
 import autograd.numpy as anp
 import numpy as np
-from autograd.scipy.special import gammaln
 from scipy import special
 
 from ._base import ExponentialFamily
+from ._differentiable import gammaln
 from ._bregman import binet_bregman, entropy_part, log_gap, xlogx_gap
 from ._registry import register
 from ._special import dirichlet_from_mean_log, dirichlet_mean_log

@@ -52,10 +52,10 @@ the rounding of the parameters (KL near 1e-20).
 
 import autograd.numpy as anp
 import numpy as np
-from autograd.scipy.special import gammaln
 from scipy import special
 
 from ._base import ExponentialFamily
+from ._differentiable import gammaln
 from ._bregman import binet_bregman, entropy_part, log_gap, xlogx_gap
 from ._registry import register
 from ._special import gamma_shape_from_log_gap

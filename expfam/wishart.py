@@ -46,11 +46,11 @@ elsewhere.  The pure functions here are shared with the Normal-Wishart family.
 
 import autograd.numpy as anp
 import numpy as np
-from autograd.scipy.special import gammaln
 from scipy.special import digamma, polygamma
 
 from . import _linalg
 from ._base import ExponentialFamily
+from ._differentiable import gammaln
 from ._registry import register
 from ._validation import check_pd, natural_from_shape, number
 

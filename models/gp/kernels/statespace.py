@@ -61,7 +61,6 @@ import autograd.numpy as anp
 import numpy as np
 import scipy.special
 from autograd.extend import defvjp, primitive
-from autograd.scipy.special import ive
 
 from . import _kernels
 
@@ -223,6 +222,8 @@ def _periodic_blocks(n_harmonics):
 
 def periodic_weights(n_harmonics, lengthscale, variance):
     """``sigma^2 q_j`` for ``j = 0..J``, shape (J + 1,)."""
+    from autograd.scipy.special import ive  # here, not at the top: autograd.scipy imports scipy.stats (~0.45 s)
+
     j = np.arange(n_harmonics + 1)
     z = lengthscale**-2.0 * np.ones(n_harmonics + 1)
     return variance * ive(j, z) * np.where(j > 0, 2.0, 1.0)

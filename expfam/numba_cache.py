@@ -1,0 +1,135 @@
+"""Where numba caches efvi's compiled kernels: decided before any kernel is compiled.
+
+Public within efvi, so that each package's one numba-options module can use it
+(``efvi.expfam._kernels`` and ``efvi.models._numba``); not part of the API for
+users, except :class:`NumbaCacheWarning`.
+
+With ``cache=True``, numba stores a kernel's machine code in the first writable
+one of
+
+1. ``NUMBA_CACHE_DIR`` (read into ``numba.config.CACHE_DIR`` when numba is
+   imported),
+2. ``__pycache__`` beside the kernel's source file,
+3. a user-wide cache directory (``~/.cache/numba``, or ``$XDG_CACHE_HOME/numba``),
+
+and decorating the kernel raises ``RuntimeError: cannot cache function ...: no
+locator available`` when none is, which made ``import efvi`` fail wherever the
+installation is read-only and the home directory is not writable (a container
+running as an unprivileged user, a shared cluster installation).  The choice is
+made once per kernel, when it is decorated, so :func:`cache_enabled` runs first:
+if none of the three places will do, it points ``numba.config.CACHE_DIR`` at a
+directory of this user's under the temporary directory, where later processes
+find the kernels again, or, failing that too, turns caching off.  Either way it
+warns once per process with :class:`NumbaCacheWarning`; setting
+``NUMBA_CACHE_DIR`` to a writable directory removes the warning.
+"""
+
+import functools
+import os
+import stat
+import tempfile
+import warnings
+
+import numba
+from numba.misc.appdirs import AppDirs
+
+
+class NumbaCacheWarning(UserWarning):
+    """numba has no writable cache directory: efvi's kernels are cached in a temporary one, or not at all."""
+
+
+def cache_enabled(package_dir):
+    """Whether the numba kernels under ``package_dir`` can be compiled with ``cache=True``.
+
+    Checks numba's three cache locations (see the module docstring) for every
+    source folder under ``package_dir``.  When none is writable, falls back
+    (once per process, with a :class:`NumbaCacheWarning`) to a private
+    directory under the temporary directory, which becomes
+    ``numba.config.CACHE_DIR`` for the rest of the process, or to no caching.
+
+    Parameters
+    ----------
+    package_dir : str
+        The folder of the package whose kernels are to be compiled.
+
+    Returns
+    -------
+    bool
+        The value to pass as ``numba.jit(cache=...)``.
+    """
+    if _writable(numba.config.CACHE_DIR):
+        return True
+    if all(_writable(os.path.join(folder, "__pycache__")) for folder in _source_folders(package_dir)):
+        return True
+    if _writable(_user_wide_dir()):
+        return True
+    fallback = _fallback_dir()
+    if fallback is None:
+        return False
+    numba.config.CACHE_DIR = fallback  # again at each call: numba resets its config when NUMBA_* variables change
+    return True
+
+
+@functools.cache
+def _fallback_dir():
+    """The private temporary cache directory, or None for no caching; warns (once per process) either way."""
+    efvi_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    places = [os.path.join(efvi_dir, "**", "__pycache__"), _user_wide_dir()]
+    if numba.config.CACHE_DIR:
+        places.insert(0, numba.config.CACHE_DIR)
+    unset = "" if numba.config.CACHE_DIR else "NUMBA_CACHE_DIR is unset and "
+    problem = (f"efvi: numba has no writable cache directory for compiled kernels: {unset}none of "
+               f"{', '.join(places)} is writable.")
+    fix = "Set NUMBA_CACHE_DIR to a writable directory to choose where they are cached."
+    fallback = _private_temp_dir()
+    if fallback is None:
+        warnings.warn(f"{problem} Compiling without a cache, so every process compiles the kernels again "
+                      f"(seconds at the first fit). {fix}", NumbaCacheWarning)
+    else:
+        warnings.warn(f"{problem} Caching them in {fallback} instead, as numba.config.CACHE_DIR, which applies "
+                      f"to every numba function compiled later in this process. {fix}", NumbaCacheWarning)
+    return fallback
+
+
+def _writable(folder):
+    """Whether numba can cache in ``folder``: its own test, create the folder and a temporary file in it."""
+    if not folder:
+        return False
+    try:
+        os.makedirs(folder, exist_ok=True)
+        tempfile.TemporaryFile(dir=folder).close()
+    except OSError:
+        return False
+    return True
+
+
+def _user_wide_dir():
+    """numba's user-wide cache directory (the one its ``UserWideCacheLocator`` uses)."""
+    return AppDirs(appname="numba", appauthor=False).user_cache_dir
+
+
+def _source_folders(package_dir):
+    """``package_dir`` and its subfolders that hold Python files (numba caches beside each)."""
+    return [folder for folder, subfolders, files in os.walk(package_dir)
+            if os.path.basename(folder) != "__pycache__" and any(name.endswith(".py") for name in files)]
+
+
+def _private_temp_dir():
+    """A cache directory under the temporary directory that only this user can write, or None.
+
+    The name is fixed so that later processes reuse the cache.  numba's cache
+    files are pickles, so a directory that someone else owns, or may write to,
+    is refused rather than loaded from.
+    """
+    suffix = f"-{os.getuid()}" if hasattr(os, "getuid") else ""  # Windows: the temporary directory is per user
+    try:
+        folder = os.path.join(tempfile.gettempdir(), f"efvi-numba-cache{suffix}")
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        info = os.lstat(folder)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(info.st_mode):
+        return None
+    if hasattr(os, "getuid") and (info.st_uid != os.getuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)):
+        return None
+    return folder if _writable(folder) else None
