@@ -14,7 +14,7 @@ expected shape and the received one, instead of numpy's broadcast message.
 
 import numpy as np
 
-from ._validation import _describe, as_float
+from .checks import _describe, as_float
 
 
 def check_parameter_tuple(cls, params, name):

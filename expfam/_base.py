@@ -26,7 +26,7 @@ import numpy as np
 
 from . import _params
 from ._arguments import check_draw, check_kl_other, check_parameter_tuple
-from ._validation import as_float
+from .checks import as_float
 
 
 class ExponentialFamily:

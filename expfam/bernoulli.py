@@ -25,7 +25,7 @@ from scipy import special
 
 from ._base import ExponentialFamily
 from ._registry import register
-from ._validation import as_float, check_probability
+from .checks import as_float, check_probability
 
 
 @register

@@ -24,7 +24,7 @@ import numpy as np
 
 from ._base import ExponentialFamily
 from ._registry import register
-from ._validation import natural_from_shape, number
+from .checks import natural_from_shape, number
 from .dirichlet import Dirichlet, entropy_from_concentration, kl_from_natural
 
 

@@ -30,7 +30,7 @@ from scipy import special
 from ._base import ExponentialFamily
 from ._differentiable import logsumexp
 from ._registry import register
-from ._validation import as_float, number, violation
+from .checks import as_float, number, violation
 
 
 def _with_reference(logits, zeros=np.zeros, concatenate=np.concatenate):

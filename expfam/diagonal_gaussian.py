@@ -31,7 +31,7 @@ import numpy as np
 from ._base import ExponentialFamily
 from ._gaussian_measure import GaussianBaseMeasure
 from ._registry import register
-from ._validation import as_float, check_positive, number
+from .checks import as_float, check_positive, number
 
 
 @register

@@ -58,7 +58,7 @@ from ._differentiable import gammaln
 from ._bregman import binet_bregman, entropy_part, log_gap, xlogx_gap
 from ._registry import register
 from ._special import dirichlet_from_mean_log, dirichlet_mean_log
-from ._validation import as_float, natural_from_shape, number
+from .checks import as_float, natural_from_shape, number
 
 
 @register

@@ -59,7 +59,7 @@ from ._differentiable import gammaln
 from ._bregman import binet_bregman, entropy_part, log_gap, xlogx_gap
 from ._registry import register
 from ._special import gamma_shape_from_log_gap
-from ._validation import check_positive, natural_from_shape, number
+from .checks import check_positive, natural_from_shape, number
 
 
 @register

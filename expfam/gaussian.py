@@ -41,7 +41,7 @@ from . import _linalg
 from ._base import ExponentialFamily
 from ._gaussian_measure import _LOG_2PI, GaussianBaseMeasure
 from ._registry import register
-from ._validation import as_float, check_pd
+from .checks import as_float, check_pd
 
 
 @register

@@ -72,7 +72,7 @@ from . import _linalg
 from ._autodiff import hessian_of_log_partition
 from ._base import ExponentialFamily
 from ._registry import register
-from ._validation import as_float, check_pd, check_positive, number
+from .checks import as_float, check_pd, check_positive, number
 from .wishart import (bartlett_factor, df_from_logdet_gap, element_variances, expected_logdet, log_normaliser,
                       natural_df)
 

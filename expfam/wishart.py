@@ -52,7 +52,7 @@ from . import _linalg
 from ._base import ExponentialFamily
 from ._differentiable import gammaln
 from ._registry import register
-from ._validation import check_pd, natural_from_shape, number
+from .checks import check_pd, natural_from_shape, number
 
 _LOG_2 = np.log(2.0)
 

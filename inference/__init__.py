@@ -1,18 +1,26 @@
-"""inference: the conjugate-computation VI (CVI) engine.
+"""efvi.inference: the conjugate-computation VI (CVI) engine.
 
 Build a :class:`Model` from latent blocks (exponential-family priors or
 structured Gaussian priors) and factors, then call :meth:`Model.fit`.  Every
 factor keeps one site per data point; a block's posterior is its prior plus
-the sum of its sites (seed 000, eq. 21).  Conjugate factors give VMP with
-``rho = 1``; minibatches give SVI.
+the sum of its sites (Khan and Nielsen, 2018, eq. 21).  Conjugate factors give
+VMP with ``rho = 1``; minibatches give SVI.
+
+Public names: the model and its result (:class:`Model`, :class:`FitResult`,
+:class:`Marginals`, :class:`FitFileError`, :class:`IterationInfo`), step-size
+rules, warnings, the ready-made conjugate and generic factors, and what a
+new factor or structured prior is written against (:class:`Factor`,
+:class:`FactorEval`, :class:`SiteView`, :class:`GaussianSiteView`,
+:class:`Block`, :class:`InvalidPosterior`).  The engine's own modules
+(underscore names) are private.
 """
 
 from . import baselines
-from .blocks import Block, ExpFamBlock, InvalidPosterior
+from .blocks import Block, InvalidPosterior
 from .callbacks import IterationInfo
 from .conjugate import BinomialBeta, CategoricalDirichlet, GaussianMixture, GaussianWishart, PoissonGamma
 from .factor import Factor, FactorEval, GaussianSiteView, SiteView
-from .fitfile import FitFileError
+from ._fitfile import FitFileError
 from .generic import Enumerated, ExpectedLogFactor, MonteCarloFactor
 from .model import Model
 from .result import FitResult, Marginals
@@ -21,7 +29,7 @@ from .warnings import ConvergenceWarning, StepBackoffWarning
 
 __all__ = [
     "baselines",
-    "Model", "FitResult", "Marginals", "Factor", "FactorEval", "SiteView", "GaussianSiteView", "Block", "ExpFamBlock",
+    "Model", "FitResult", "Marginals", "Factor", "FactorEval", "SiteView", "GaussianSiteView", "Block",
     "InvalidPosterior", "IterationInfo", "FitFileError", "Adaptive", "Decaying", "Fixed", "StepRule",
     "ConvergenceWarning", "StepBackoffWarning",
     "BinomialBeta", "CategoricalDirichlet", "GaussianMixture", "GaussianWishart", "PoissonGamma",

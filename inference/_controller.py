@@ -4,7 +4,7 @@ Step sizes come from the fit's :class:`~efvi.inference.StepRule`; the
 controller keeps the rule's state in the fit state and adds the decisions that
 span iterations:
 
-* **acceleration** -- extrapolate (:mod:`efvi.inference.acceleration`) only in
+* **acceleration** -- extrapolate (:mod:`efvi.inference._acceleration`) only in
   the asymptotic regime: full steps are being accepted, the last proposal was
   not rejected, no ordinary step is needed to confirm convergence, and
   ordinary steps converge slowly (an iteration gains at least
@@ -59,7 +59,7 @@ class Controller:
     Parameters
     ----------
     rule : efvi.inference.StepRule
-    state : efvi.inference.state.ControllerState
+    state : efvi.inference._state.ControllerState
     tol : float
         Relative ELBO tolerance.
     stochastic : bool

@@ -1,9 +1,9 @@
 """The CVI engine: one iteration (a sweep) of site updates, the ELBO and minibatches.
 
-One iteration visits the blocks that factors touch; :mod:`efvi.inference.loop`
+One iteration visits the blocks that factors touch; :mod:`efvi.inference._loop`
 drives the sweeps.  For block ``b`` every factor ``k`` touching it is evaluated
 at the current posterior ``q``, giving site targets ``g_kb``, and (Khan and
-Lin, 2017, eqs. 14 and 21)
+Nielsen, 2018, eqs. 14 and 21)
 
 * full batch and ``minibatch="sites"``: ``s_kb[i] <- (1 - rho) s_kb[i] + rho g_kb[i]``
   for the chosen points, ``M_kb = sum_i s_kb[i]``;
@@ -15,9 +15,9 @@ With the adaptive rule a proposal is accepted only if the exact ELBO does not
 decrease; a proposal outside the natural parameter space is never accepted.
 
 The engine holds the model's structure and caches; everything that lasts from
-one iteration to the next lives in the :class:`~efvi.inference.state.FitState`
+one iteration to the next lives in the :class:`~efvi.inference._state.FitState`
 it works on, and every step-size decision is the
-:class:`~efvi.inference.controller.Controller`'s.
+:class:`~efvi.inference._controller.Controller`'s.
 """
 
 import warnings
@@ -25,9 +25,9 @@ import warnings
 import numpy as np
 
 from ..expfam import tree_add, tree_lerp, tree_scale, tree_sub
-from .acceleration import AndersonAccelerator
+from ._acceleration import AndersonAccelerator
 from .blocks import InvalidPosterior
-from .state import ControllerState, FitState
+from ._state import ControllerState, FitState
 from .warnings import StepBackoffWarning
 
 _MIN_BACKOFF_RHO = 1e-14

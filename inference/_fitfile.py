@@ -1,6 +1,6 @@
 """Saved fits: one ``.npz`` file of arrays plus JSON metadata, written atomically and read back with checks.
 
-The file holds everything a :class:`~efvi.inference.state.FitState` carries,
+The file holds everything a :class:`~efvi.inference._state.FitState` carries,
 the posteriors and the site views, as plain arrays (never pickled objects) and
 one JSON entry ``__meta__``.  The metadata lists every array with its dtype
 and shape, so a reader knows exactly what to expect; :func:`load` checks each
@@ -23,10 +23,10 @@ import numpy as np
 
 from .. import expfam
 from ..expfam import ExponentialFamily
-from .acceleration import AndersonAccelerator
+from ._acceleration import AndersonAccelerator
 from .factor import GaussianSiteView, SiteView
 from .result import FitResult, Marginals
-from .state import ControllerState, FitState, HyperState
+from ._state import ControllerState, FitState, HyperState
 from .steps import RULES
 
 FORMAT = "efvi-fit-2"

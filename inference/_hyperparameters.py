@@ -17,7 +17,7 @@ converges superlinearly, where alternating "converge the sites, maximise
 two-moons classification).
 
 The search is resumable: every completed evaluation is logged in the fit state
-(:class:`efvi.inference.state.HyperState`).  A resumed fit restarts the
+(:class:`efvi.inference._state.HyperState`).  A resumed fit restarts the
 optimiser from the same starting point and answers its requests from the log
 for as long as it asks for the logged points (it is deterministic, so it does),
 then continues live from the saved sites -- the path of an uninterrupted fit,

@@ -1,9 +1,9 @@
 """Driving a fit: iterate sweeps until the controller says converged, record the trace, report progress.
 
 :func:`run` sweeps the engine until the controller's stopping rule
-(:mod:`efvi.inference.controller`) is met or the iteration budget is spent.
+(:mod:`efvi.inference._controller`) is met or the iteration budget is spent.
 With hyperparameters to learn it hands over to
-:func:`efvi.inference.hyperparameters.learn`, which calls
+:func:`efvi.inference._hyperparameters.learn`, which calls
 :meth:`Loop.converge_sites` once per trial value.
 """
 
@@ -11,7 +11,7 @@ import time
 import warnings
 
 from .callbacks import IterationInfo
-from .controller import CHECK, CONVERGED
+from ._controller import CHECK, CONVERGED
 from .warnings import ConvergenceWarning
 
 
@@ -96,7 +96,7 @@ def run(engine, max_iter, callback=None, progress=False, warn=True):
     timings : dict
         ``total`` seconds and ``per_iteration`` (list of seconds).
     """
-    from .hyperparameters import learn
+    from ._hyperparameters import learn
 
     start = time.perf_counter()
     loop = Loop(engine, max_iter, callback, progress)

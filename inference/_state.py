@@ -6,7 +6,7 @@ minibatch orders, the random state, the traces, the controller's state (step
 size, acceleration history, stopping-rule history) and the progress of the
 hyperparameter search.  The engine, the controller and the hyperparameter
 search read and write it; a :class:`~efvi.inference.FitResult` hands it on to
-``fit(init=...)``; :mod:`efvi.inference.fitfile` saves and loads it.  Nothing
+``fit(init=...)``; :mod:`efvi.inference._fitfile` saves and loads it.  Nothing
 else holds state between iterations, so a model can be fitted any number of
 times and gives the same answer each time.
 """
@@ -18,7 +18,7 @@ import numpy as np
 
 @dataclass
 class ControllerState:
-    """The controller's part of a fit's state (:class:`efvi.inference.controller.Controller`).
+    """The controller's part of a fit's state (:class:`efvi.inference._controller.Controller`).
 
     Attributes
     ----------
@@ -54,7 +54,7 @@ class ControllerState:
 
 @dataclass
 class HyperState:
-    """Progress of the hyperparameter search (:mod:`efvi.inference.hyperparameters`).
+    """Progress of the hyperparameter search (:mod:`efvi.inference._hyperparameters`).
 
     Attributes
     ----------

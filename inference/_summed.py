@@ -10,7 +10,7 @@ own posterior, so a step with ``rho = 1`` is the exact VMP update.
 
 import numpy as np
 
-from ..expfam._validation import as_float
+from ..expfam.checks import as_float
 
 from .factor import Factor
 

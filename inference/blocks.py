@@ -6,7 +6,7 @@ A block ``z_b`` has a prior ``p_b`` and a posterior ``q_b`` of the same family
 
 .. math:: \\lambda_b = \\eta_b + \\sum_k M_{kb}, \\qquad M_{kb} = \\sum_i \\tilde\\lambda_{kb}^{(i)}
 
-(seed 000, eq. 21).  For a plain exponential-family block the posterior is
+(Khan and Nielsen, 2018, eq. 21).  For a plain exponential-family block the posterior is
 ``family.from_natural(lambda_b)``.  Structured Gaussian priors (GP, state
 space; ``models/``) subclass :class:`Block` and replace the sum by their
 conjugate computation; their messages are per-point 1-D Gaussian sites.

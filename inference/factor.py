@@ -4,7 +4,7 @@ A factor ``f_k`` touches one or more latent blocks (``roles`` maps its role
 names, e.g. ``"on"`` or ``"precision"``, to block names) and holds ``n_data``
 data points.  For each block ``b`` it touches, it keeps one *site* per data
 point: the natural parameter of its local exponential-family approximation
-(seed 000, eqs. 18-21), stored with the data index first.  A factor may store a
+(Khan and Nielsen, 2018, eqs. 18-21), stored with the data index first.  A factor may store a
 site compactly (a GLM stores a 1-D Gaussian per point, not a ``D x D`` matrix),
 as long as its :meth:`Factor.message` -- the sum of the sites in the block's
 natural-parameter space -- is *linear* in the stored arrays, so that the

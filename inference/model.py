@@ -4,12 +4,12 @@ import numbers
 
 import numpy as np
 
-from ..expfam._validation import check_integer
+from ..expfam.checks import check_integer
 from .blocks import as_block
-from .controller import Controller
-from .engine import Engine
+from ._controller import Controller
+from ._engine import Engine
 from .factor import Factor
-from .loop import run
+from ._loop import run
 from .result import FitResult
 from .steps import resolve_step
 
@@ -79,15 +79,16 @@ class Model:
             or (deterministic fits) when the ELBO still to gain, estimated from
             gains that shrink at least geometrically, is at most ``tol``
             (relative).  A fit counts as converged only if its last step could
-            have moved it: after a shortened step the full step's divergence
-            must be small too (see :mod:`efvi.inference.controller`).
+            have moved it: after a step shorter than a full CVI step, the
+            posterior a full step would give must be close to the current one
+            (Jeffreys divergence at most ``10 tol |ELBO|``).
         batch_size : int, optional
             Data points per factor per iteration (minibatches); None uses all.
             Each epoch is one shuffle of the points; its last batch holds the
             ``N mod batch_size`` left over (scaled by its own size), so every
             point is visited once per epoch.
         minibatch : {"svi", "sites"}
-            ``"svi"``: the N/|B|-scaled update of seed 000 eq. 14; ``"sites"``:
+            ``"svi"``: the N/|B|-scaled update of Khan and Nielsen (2018), eq. 14; ``"sites"``:
             update only the chosen points' sites (eq. 21).
         seed : int
             Seeds the data order and Monte Carlo draws.
@@ -114,7 +115,7 @@ class Model:
             Emit :class:`efvi.inference.ConvergenceWarning` if ``max_iter`` is reached.
         acceleration : bool
             Anderson-accelerate the site iteration of single-block deterministic
-            fits with the adaptive step (:mod:`efvi.inference.acceleration`); a
+            fits with the adaptive step (Anderson mixing); a
             proposal is kept only if the ELBO does not decrease.
 
         Returns

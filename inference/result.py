@@ -17,7 +17,8 @@ class FitResult:
         for Gaussian sites).
     converged : bool
         Whether the stopping rule was met by a step that could have moved the
-        fit (see :mod:`efvi.inference.controller`).
+        fit (a full CVI step, or a shorter one where a full step would not
+        move the posterior).
     message : str
         Why the fit did not converge ("" when it did).
     timings : dict
@@ -26,7 +27,7 @@ class FitResult:
         Block name -> the prior block with its learned hyperparameters, for
         blocks that learn them (empty for a result loaded from a file; the
         model's own blocks are never changed).
-    state : efvi.inference.state.FitState
+    state : FitState
         Everything the fit carried between iterations; ``fit(init=result)``
         continues from it.
     factor_names : list of str
@@ -112,7 +113,7 @@ class FitResult:
         over it only when complete, so a failed save leaves any previous file
         at ``path`` as it was.
         """
-        from .fitfile import save
+        from ._fitfile import save
 
         save(self, path)
 
@@ -130,7 +131,7 @@ class FitResult:
             If the file cannot be read or any entry is missing, malformed or
             out of range; the message names the file and the entry.
         """
-        from .fitfile import load
+        from ._fitfile import load
 
         return load(path)
 

@@ -1,6 +1,6 @@
 """Kernel hyperparameter learning shared by the GP and Markov GP blocks.
 
-The engine (:mod:`efvi.inference.hyperparameters`) maximises the ELBO over the log
+The engine (:mod:`efvi.inference._hyperparameters`) maximises the ELBO over the log
 hyperparameters by L-BFGS, re-converging the sites at each trial value; at
 converged sites the ELBO's gradient is that of ``log Z(theta)`` with the sites
 held fixed, which the block computes.
@@ -12,7 +12,7 @@ import numpy as np
 
 
 class KernelHyperparameters:
-    """Mixin: the hyperparameter interface of :mod:`efvi.inference.hyperparameters` for kernel-based blocks.
+    """Mixin: the hyperparameter interface of :mod:`efvi.inference._hyperparameters` for kernel-based blocks.
 
     The block provides ``kernel``, ``_set_kernel(kernel)`` and
     ``log_normaliser(log_params, message) -> (value, gradient)``.

@@ -4,7 +4,7 @@ Data point ``i`` sees the Gaussian latent only through a scalar
 ``a_i = H_i z`` with marginal ``N(a_i; m_i, v_i)``.  With ``E_i = E[log p(y_i|a_i)]``
 and its derivatives ``g_m = dE_i/dm_i``, ``g_v = dE_i/dv_i`` (a numba
 Gauss-Hermite kernel, or a closed form), the natural-gradient target of the
-site is a 1-D Gaussian in ``a``-space (DESIGN.md section 4; seed 000 eqs. 15-17):
+site is a 1-D Gaussian in ``a``-space (Khan and Nielsen, 2018, eqs. 15-17):
 
 .. math:: \\pi_i = -2 g_v, \\qquad \\gamma_i = g_m + \\pi_i m_i,
 
@@ -24,8 +24,7 @@ import numba
 import numpy as np
 
 from ..expfam import Gamma
-from ..inference import Factor, FactorEval
-from ..inference.factor import GaussianSiteView
+from ..inference import Factor, FactorEval, GaussianSiteView
 
 from ._numba import NUMBA_OPTIONS
 from .likelihoods import Likelihood
@@ -157,7 +156,7 @@ def site_kl(natural_mean, precision, mean, var, log_normaliser):
     .. math:: KL = \sum_i E_q[\log t_i(a_i)] - \log Z,
               \quad E_q[\log t_i] = \gamma_i m_i - \pi_i (v_i + m_i^2) / 2,
 
-    so that the ELBO is the site formula of DESIGN.md section 4.
+    so that the ELBO is ``log Z + sum_i (E_q[log p(y_i | a_i)] - E_q[log t_i(a_i)])``.
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""The public surface of DESIGN.md section 6 works as written."""
+"""The public surface the design documents works as written."""
 
 import numpy as np
 

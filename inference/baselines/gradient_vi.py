@@ -1,6 +1,6 @@
 """Plain-gradient VI: Adam (or SGD) on the mean and Cholesky factor of a Gaussian block.
 
-This is the method natural-gradient CVI is compared against (seed 000,
+This is the method natural-gradient CVI is compared against (Khan and Nielsen, 2018,
 Fig. 1b: Bayes-by-Backprop with Adam).  It uses the same factors and the same
 exact (or Monte Carlo) expectations as the engine; only the update differs.
 A factor's targets summed into the block's natural space are the gradient of

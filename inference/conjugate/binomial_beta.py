@@ -13,7 +13,7 @@ from scipy.special import gammaln
 from ...expfam import Beta
 
 from ..factor import FactorEval
-from ..summed import SummedSitesFactor, check_counts
+from .._summed import SummedSitesFactor, check_counts
 
 
 class BinomialBeta(SummedSitesFactor):

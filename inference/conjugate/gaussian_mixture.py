@@ -21,7 +21,7 @@ The mixing weights enter through :class:`efvi.inference.CategoricalDirichlet`.
 import numpy as np
 
 from ...expfam import Categorical, Gaussian, NormalWishart, Wishart
-from ...expfam._validation import as_float
+from ...expfam.checks import as_float
 
 from ..factor import Factor, FactorEval
 

@@ -14,10 +14,10 @@ Sites, with ``S_i = E[(x_i - mu)(x_i - mu)^T] = (x_i - E mu)(x_i - E mu)^T + Cov
 import numpy as np
 
 from ...expfam import Gaussian, Wishart
-from ...expfam._validation import as_float
+from ...expfam.checks import as_float
 
 from ..factor import FactorEval
-from ..summed import SummedSitesFactor
+from .._summed import SummedSitesFactor
 
 
 class GaussianWishart(SummedSitesFactor):

@@ -12,10 +12,10 @@ import numpy as np
 from scipy.special import gammaln
 
 from ...expfam import Gamma
-from ...expfam._validation import check_positive
+from ...expfam.checks import check_positive
 
 from ..factor import FactorEval
-from ..summed import SummedSitesFactor, check_counts
+from .._summed import SummedSitesFactor, check_counts
 
 
 class PoissonGamma(SummedSitesFactor):

@@ -8,7 +8,7 @@ batch shape ``(K,)`` or ``()``) with ``C`` values each, a factor
 
 a polynomial in the mean parameters, differentiated exactly by autograd
 (:class:`efvi.inference.generic.ExpectedLogFactor`).  For a single Bernoulli this is
-``mu f(1) + (1 - mu) f(0)`` (DESIGN.md section 3).
+``mu f(1) + (1 - mu) f(0)``.
 """
 
 import itertools

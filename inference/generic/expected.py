@@ -1,7 +1,7 @@
 """A factor given by its expected log-density as a function of mean parameters.
 
 For an exponential-family posterior the natural gradient of ``E_q[log f]`` is
-its gradient with respect to the mean parameters (seed 000, Theorem 1), so a
+its gradient with respect to the mean parameters (Khan and Nielsen, 2018, Theorem 1), so a
 factor whose expectation ``E_q[log f_i] = F_i(mu)`` can be written down
 deterministically needs nothing else: the site of data point ``i`` is
 ``grad_mu F_i(mu)``, computed here by autograd.  Exact enumeration for discrete
@@ -12,7 +12,7 @@ import numpy as np
 from autograd import jacobian
 
 from ..factor import FactorEval
-from ..summed import SummedSitesFactor
+from .._summed import SummedSitesFactor
 
 
 class ExpectedLogFactor(SummedSitesFactor):

@@ -1,7 +1,7 @@
 """A factor given only by its log-density: Monte Carlo natural gradients.
 
 For a Gaussian block ``q = N(m, V)`` (reparameterisation, with the Bonnet and
-Price identities, seed 000 eq. 15): with ``g_i = grad log f_i(z)`` and
+Price identities, Khan and Nielsen, 2018, eq. 15): with ``g_i = grad log f_i(z)`` and
 ``H_i = hess log f_i(z)`` at draws ``z ~ q``,
 
 .. math:: \\nabla_{\\mu_1} E_q[\\log f_i] = E[g_i] - E[H_i] m, \\qquad
@@ -22,7 +22,7 @@ from autograd import elementwise_grad
 from ...expfam import DiagonalGaussian, Gaussian, flatten, unflatten
 
 from ..factor import FactorEval
-from ..summed import SummedSitesFactor
+from .._summed import SummedSitesFactor
 from .expected import _infer_n_data
 
 

@@ -8,7 +8,7 @@ predictive of the likelihood.
 import numpy as np
 
 from ...expfam import DiagonalGaussian, Gaussian
-from ...expfam._validation import as_float, check_positive
+from ...expfam.checks import as_float, check_positive
 from ...inference import Model
 
 from .. import likelihoods

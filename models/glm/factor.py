@@ -1,7 +1,7 @@
 """The GLM factor: ``y_i ~ p(y | a_i)`` with ``a_i = x_i^T w`` and a Gaussian block ``w``.
 
 The conjugate computation is Bayesian linear regression on the sites'
-pseudo-observations (DESIGN.md section 4):
+pseudo-observations:
 
 .. math:: \\Lambda = \\Lambda_0 + X^T \\operatorname{diag}(\\pi) X, \\qquad
           \\Lambda m = \\Lambda_0 m_0 + X^T \\gamma,
@@ -22,7 +22,7 @@ part depends on the current mean, so those sites also keep that ``(N, D)`` part
 import numpy as np
 
 from ...expfam import DiagonalGaussian, Gaussian
-from ...expfam._validation import as_float
+from ...expfam.checks import as_float
 
 from ..sites import GaussianSiteFactor
 from ._informed import informed_weights

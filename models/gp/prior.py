@@ -4,13 +4,15 @@ Factors on a GP block (:class:`efvi.models.Observe`) send per-point 1-D sites
 ``(gamma_i, pi_i)``; the block's conjugate computation is GP regression with
 per-point noise (:func:`efvi.models.gp.solver.site_posterior`).  Its KL term is
 ``KL(q || p) = sum_i E_q[log t_i(f_i)] - log Z``, so the ELBO is the site
-formula of DESIGN.md section 4; the solver evaluates the same number as
+formula ``log Z + sum_i (E_q[log p(y_i|f_i)] - E_q[log t_i(f_i)])``; the
+solver evaluates the same number as
 ``(m^T K^{-1} m - sum_i pi_i v_i + log|I + S K S|) / 2``, which has no terms
 that grow with the site precisions (accurate at small noise).
 
 Hyperparameters (``learn_hyperparameters=True``) are learned by the engine's
 L-BFGS on the ELBO with the sites re-converged at each trial value
-(:mod:`efvi.inference.hyperparameters`).  At converged sites the ELBO's gradient is
+(:mod:`efvi.inference._hyperparameters`).  At converged sites the ELBO's gradient
+is
 that of ``log Z(theta)`` with the sites held fixed,
 ``(1/2) tr((alpha alpha^T - W) dK/dtheta)``, which :meth:`GP.log_normaliser`
 computes with one reverse pass of autograd through the kernel matrix.
@@ -20,7 +22,7 @@ import numpy as np
 from autograd import make_vjp
 
 from ...expfam import Gaussian
-from ...expfam._validation import as_float, check_integer
+from ...expfam.checks import as_float, check_integer
 from ...inference import Block
 
 from .._hyper import KernelHyperparameters

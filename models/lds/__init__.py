@@ -1,8 +1,7 @@
 """Linear-Gaussian state-space priors (``LDS``, ``MarkovGP``) and their compiled Kalman smoother.
 
-``kalman_smoother`` is the conjugate computation of a state-space prior
-(``../shared/DESIGN.md`` section 4); ``smoothed_marginals`` is its lean form
-for site updates; ``log_normaliser_grad`` gives hyperparameter gradients by
+``kalman_smoother`` is the conjugate computation of a state-space prior;
+``smoothed_marginals`` is its lean form for site updates; ``log_normaliser_grad`` gives hyperparameter gradients by
 Fisher's identity.
 """
 

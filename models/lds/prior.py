@@ -12,14 +12,14 @@ calls the compiled kernels directly.
 A Markov GP is the state-space form of a GP with a Matern (or sum of Matern)
 kernel of time: ``A_t = expm(F dt_t)``, ``Q_t = Pinf - A_t Pinf A_t^T``,
 ``m_0 = 0``, ``P_0 = Pinf``.  Its hyperparameters are learned like the GP's
-(:mod:`efvi.inference.hyperparameters`); the gradient of ``log Z(theta)`` with the
+(:mod:`efvi.inference._hyperparameters`); the gradient of ``log Z(theta)`` with the
 sites fixed comes from Fisher's identity (:mod:`efvi.models.lds.fisher_identity`).
 """
 
 import numpy as np
 
 from ...expfam import Gaussian
-from ...expfam._validation import as_float, check_integer
+from ...expfam.checks import as_float, check_integer
 from ...inference import Block, InvalidPosterior
 
 from .._hyper import KernelHyperparameters

@@ -44,7 +44,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ...expfam._validation import as_float, check_pd
+from ...expfam.checks import as_float, check_pd
 
 from . import _kernels
 from ._kernels import PSD_RTOL, STATUS_INVALID_SITE, STATUS_OK, STATUS_SINGULAR_PREDICTION

@@ -27,7 +27,7 @@ every closed form can be tested against them.
 
 import numpy as np
 
-from ...expfam._validation import as_float
+from ...expfam.checks import as_float
 
 from .._parallel import map_points
 from . import _kernels
@@ -160,7 +160,7 @@ class Likelihood:
         Likelihoods with a GLM link give the guess that IRLS starts from,
         e.g. ``log(y + 1/2)`` for counts or ``+-log 3`` for logit labels; the
         engine's first sites are then the CVI targets at ``a_i`` with zero
-        variance (seed 000, eqs. 15-17), which avoids the overshooting first
+        variance (Khan and Nielsen, 2018, eqs. 15-17), which avoids the overshooting first
         step from the prior.  The default is None.
 
         Parameters

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from ...expfam._validation import as_float
+from ...expfam.checks import as_float
 
 
 def describe(x):

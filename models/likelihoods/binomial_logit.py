@@ -18,7 +18,7 @@ import math
 import numba
 import numpy as np
 
-from ...expfam._validation import as_float
+from ...expfam.checks import as_float
 from .._numba import NUMBA_OPTIONS
 
 from ._base import Likelihood

@@ -27,7 +27,7 @@ import math
 import numba
 import numpy as np
 
-from ...expfam._validation import check_positive
+from ...expfam.checks import check_positive
 from .._numba import NUMBA_OPTIONS
 
 from ._base import Likelihood, zero_missing

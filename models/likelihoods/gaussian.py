@@ -31,7 +31,7 @@ import math
 import numba
 import numpy as np
 
-from ...expfam._validation import as_float, check_positive
+from ...expfam.checks import as_float, check_positive
 from .._numba import NUMBA_OPTIONS
 
 from ._base import Likelihood, zero_missing

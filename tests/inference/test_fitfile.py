@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-import efvi.inference.fitfile as fitfile
+import efvi.inference._fitfile as fitfile
 from efvi.expfam import Gamma, Gaussian
 from efvi.inference import Fixed, FitFileError, FitResult, Model
 from efvi.models import Observe, glm, gp, lds, likelihoods

@@ -5,7 +5,7 @@ import pytest
 
 from efvi.expfam import Gaussian
 from efvi.inference import Model
-from efvi.inference.controller import estimated_remaining_gain
+from efvi.inference._controller import estimated_remaining_gain
 from efvi.models import glm, gp, likelihoods
 from efvi.models.observe import Observe
 

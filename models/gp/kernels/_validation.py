@@ -7,7 +7,7 @@ gaps for state-space discretisation must be finite and non-negative.
 
 import numpy as np
 
-from ....expfam._validation import as_float, check_positive
+from ....expfam.checks import as_float, check_positive
 
 
 def positive_param(value, name, allow_vector=False):

@@ -1,6 +1,15 @@
-"""Input checks shared by every family: errors name the argument, the expectation and the value."""
+"""Argument checks shared by all of efvi: errors name the argument, what was expected and what was received.
+
+Every public entry point of efvi validates its input with these (the families,
+the engine, the models), so that bad input fails early with a ``ValueError``
+such as ``"scale must be > 0; got -1.0 at index (2,)"``.  They are public so
+that code extending efvi (a new family, likelihood or factor) can give the
+same messages.
+"""
 
 import numpy as np
+
+__all__ = ["as_float", "check_integer", "check_positive", "check_probability", "check_square", "check_pd"]
 
 
 def _describe(x):
@@ -8,6 +17,12 @@ def _describe(x):
     if x.size <= 6:
         return repr(x.tolist()) if x.ndim else repr(x.item())
     return f"array of shape {x.shape}"
+
+
+def _describe_input(x):
+    """A short description of an input that is not numeric (a long one is not printed whole)."""
+    text = repr(x)
+    return text if len(text) <= 200 else f"{type(x).__name__} {text[:200]}..."
 
 
 def number(x):
@@ -34,13 +49,15 @@ def as_float(x, name, ndim_min=0, finite=True):
     Raises
     ------
     ValueError
-        Naming ``name`` if ``x`` is not numeric, has fewer than ``ndim_min``
-        dimensions, or contains NaN or inf.
+        Naming ``name`` if ``x`` is not numeric or is complex, has fewer than
+        ``ndim_min`` dimensions, or contains NaN or inf.
     """
+    if np.iscomplexobj(x):
+        raise ValueError(f"{name} must be real; got a complex array of shape {np.shape(x)}")
     try:
         arr = np.asarray(x, dtype=float)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a numeric array; got {x!r}") from None
+        raise ValueError(f"{name} must be a numeric array; got {_describe_input(x)}") from None
     if arr.ndim < ndim_min:
         raise ValueError(f"{name} must have at least {ndim_min} dimension(s); got shape {arr.shape}")
     if finite and not np.all(np.isfinite(arr)):
