@@ -1,10 +1,10 @@
-"""Bayesian logistic regression on breast cancer: CVI versus plain-gradient VI (seed 000, Fig. 1b idea).
+"""Bayesian logistic regression on breast cancer: CVI versus plain-gradient VI (Khan and Nielsen, 2018, the idea of Fig. 1b).
 
 Both methods fit the same full-covariance Gaussian posterior to the same exact
 ELBO (Gauss-Hermite expectations); CVI takes natural-gradient steps through
 per-point 1-D Gaussian sites, the baseline takes Adam steps on the mean and the
 Cholesky factor.  The plot shows the test log2-loss of the posterior predictive
-and the ELBO gap against iterations, as in Fig. 1b of seed 000.
+and the ELBO gap against iterations, as in Fig. 1b of Khan and Nielsen (2018).
 """
 
 import matplotlib

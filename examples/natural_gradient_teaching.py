@@ -1,4 +1,4 @@
-"""Why natural gradients: the geometry of distributions (seed 000, Fig. 1a) and what it buys.
+"""Why natural gradients: the geometry of distributions (Khan and Nielsen, 2018, Fig. 1a) and what it buys.
 
 Part 1.  Two pairs of Gaussians whose means differ by the same Euclidean
 distance: N(0, 0.1^2) vs N(1, 0.1^2) barely overlap, N(0, 10^2) vs N(1, 10^2)
