@@ -27,6 +27,7 @@ Gaussians reach the limit set by the float64 mean parameters.  Where
 
 import autograd.numpy as anp
 import numpy as np
+from scipy.linalg.lapack import dtrtrs as _dtrtrs
 
 
 def symmetrise(a):
@@ -150,6 +151,10 @@ def solve_triangular(chol, b, transpose=False):
     -------
     array, shape ``(..., D, K)``
     """
+    if chol.ndim == 2 and b.ndim == 2:     # one matrix: LAPACK's triangular solve, not a general LU
+        x, info = _dtrtrs(chol, b, lower=1, trans=1 if transpose else 0)
+        if info == 0:
+            return x
     lhs = np.swapaxes(chol, -1, -2) if transpose else chol
     return np.linalg.solve(lhs, b)
 

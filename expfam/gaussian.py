@@ -225,13 +225,23 @@ class Gaussian(GaussianBaseMeasure, ExponentialFamily):
     # ------------------------------------------------------------------ readable properties
     @property
     def mean(self):
-        """Mean ``m``, shape ``batch + (D,)``."""
-        return self.mean_params[0]
+        """Mean ``m``, shape ``batch + (D,)``; computed once (a solve with the precision, no inverse)."""
+        if self._mean_params is not None:
+            return self._mean_params[0]
+        if getattr(self, "_mean", None) is None:
+            mean = _linalg.pd_solve(self.precision, self.precision_cholesky, self._natural[0])
+            mean.setflags(write=False)
+            self._mean = mean
+        return self._mean
 
     @property
     def cov(self):
-        """Covariance ``V``, shape ``batch + (D, D)``."""
-        return _linalg.pd_inverse_from_cholesky(self.precision, self.precision_cholesky)
+        """Covariance ``V``, shape ``batch + (D, D)``; computed once."""
+        if getattr(self, "_cov", None) is None:
+            cov = _linalg.pd_inverse_from_cholesky(self.precision, self.precision_cholesky)
+            cov.setflags(write=False)
+            self._cov = cov
+        return self._cov
 
     @property
     def var(self):

@@ -63,6 +63,7 @@ class Engine:
                     )
         self.stochastic = any(f.stochastic for f in self.factors) or batch_size is not None
         self.learners = [b for b in self.order if self.blocks[b].learns_hyperparameters]
+        self._conjugate = {b: all(self.factors[k].conjugate for k in self.touching[b]) for b in self.blocks}
         if self.stochastic and self.learners:
             raise ValueError("hyperparameter learning needs a deterministic fit (no minibatches)")
         self.state = self.controller = self.q = None
@@ -303,7 +304,10 @@ class Engine:
         self.q = q_new
 
     def _update_block(self, b, batches, current_elbo, accelerate):
-        """One damped site update of block ``b``; returns (rho used or 0.0, new ELBO, extrapolated)."""
+        """One damped site update of block ``b``; returns (rho used or 0.0, new ELBO or None, extrapolated).
+
+        ``current_elbo`` is the ELBO before the update, or None when not yet computed.
+        """
         ks = self.touching[b]
         targets = self._targets(b, batches)
         self._target_messages = {}
@@ -315,6 +319,9 @@ class Engine:
                 self.state.n_accelerated += 1
                 return 1.0, new_elbo, True
         rho = controller.first_rho(self.state.iteration)
+        # a full step on factors whose targets do not depend on this block is the exact coordinate
+        # update (VMP): it cannot lower the ELBO, so it needs no check
+        checked = controller.rule.adaptive and not (rho == 1.0 and self._conjugate[b])
         warned = False
         while True:
             proposals = {k: self._propose(b, k, targets[k], batches[k], rho) for k in ks}
@@ -342,7 +349,9 @@ class Engine:
             q_new = dict(self.q)
             q_new[b] = qb
             new_elbo = None
-            if controller.rule.adaptive:
+            if checked:
+                if current_elbo is None:
+                    current_elbo = self.elbo(self.q, batches)
                 new_elbo = self.elbo(q_new, batches)
                 slack = 1e-11 * max(1.0, abs(current_elbo))
                 if not np.isfinite(new_elbo) or new_elbo < current_elbo - slack:
@@ -373,7 +382,7 @@ class Engine:
         if self.stochastic:
             self._cache = [None] * len(self.factors)
         accelerate = self.controller.accelerate_now(state.iteration, state.elbo_trace)
-        current = self.elbo(self.q, batches) if self.controller.rule.adaptive else None
+        current = self.elbo(self.q, batches) if accelerate else None     # computed when a check needs it
         rhos, shortened, accelerated = [], [], False
         for b in self.order:
             rho, current, extrapolated = self._update_block(b, batches, current, accelerate)

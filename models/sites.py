@@ -28,7 +28,7 @@ from ..inference import Factor, FactorEval, GaussianSiteView
 
 from ._numba import NUMBA_OPTIONS
 from .likelihoods import Likelihood
-from .likelihoods.gaussian import gaussian_expectations, gaussian_precision_site
+from .likelihoods.gaussian import _gaussian_expectations, _gaussian_precision_site
 
 COARSE_POINTS = 20
 """Gauss-Hermite points used far from the optimum (see :attr:`efvi.inference.Factor.has_coarse_rule`)."""
@@ -115,15 +115,23 @@ class GaussianSiteFactor(Factor):
     def _zero_sites(self):
         return (np.zeros(self.n_data), np.zeros(self.n_data))
 
+    _last_marginals = (None, None, None)
+
     def evaluate(self, q, index=None, rng=None, coarse=False):
         q_block = q[self.roles["on"]]
-        mean, var = self._marginals(q_block, index)
+        # a sweep of variational message passing evaluates the factor again after updating another
+        # block (a Gamma precision): the latent's marginals are unchanged then, so they are kept
+        last_q, last_index, marginals = self._last_marginals
+        if last_q is not q_block or last_index is not index:
+            marginals = self._marginals(q_block, index)
+            self._last_marginals = (q_block, index, marginals)
+        mean, var = marginals
         y = self.y if index is None else self.y[index]
         targets = {}
         if self.precision_block is not None:
             e_log_tau, e_tau = q[self.precision_block].mean_params
-            expected, g_m, g_v = gaussian_expectations(mean, var, y, float(e_tau), float(e_log_tau))
-            targets[self.precision_block] = gaussian_precision_site(mean, var, y)
+            expected, g_m, g_v = _gaussian_expectations(mean, var, y, float(e_tau), float(e_log_tau))
+            targets[self.precision_block] = _gaussian_precision_site(mean, var, y)
         else:
             lik = self.likelihood if index is None else self.likelihood.subset(index)
             expected, g_m, g_v = lik._variational_expectations(mean, var, y, COARSE_POINTS if coarse else None)

@@ -3,9 +3,10 @@
 An iteration reads the design matrix ``X`` twice, each time in blocks of rows
 that stay in cache while several BLAS calls work on them:
 
-* the marginals ``m_i = x_i^T m`` and ``v_i = x_i^T V x_i = ||R^T x_i||^2``
-  (``R`` the lower Cholesky factor of ``V``): a matrix-vector product and a
-  triangular product ``dtrmm`` per block, ``N D^2 / 2`` multiply-adds in all;
+* the marginals ``m_i = x_i^T m`` and ``v_i = x_i^T V x_i = ||L^{-1} x_i||^2``
+  (``L`` the lower Cholesky factor of the precision ``V^{-1}``): a
+  matrix-vector product and a triangular solve ``dtrsm`` per block,
+  ``N D^2 / 2`` multiply-adds in all;
 * the message ``X^T gamma`` and ``X^T diag(pi) X``: a matrix-vector product
   and a symmetric rank-k update ``dsyrk`` of the row-scaled block, another
   ``N D^2 / 2``.
@@ -77,17 +78,19 @@ def _syrk_update(gram, block, sign):
     return blas.dsyrk(sign, block.T, beta=1.0, c=gram, trans=0, lower=0, overwrite_c=1)
 
 
-def marginals(X, mean, cov_chol):
-    """Means ``x_i^T m`` and variances ``x_i^T V x_i = ||R^T x_i||^2`` in one blocked pass.
+def marginals(X, mean, precision_chol):
+    """Means ``x_i^T m`` and variances ``x_i^T V x_i = ||L^{-1} x_i||^2`` in one blocked pass.
 
-    The variances take one triangular product per block (``dtrmm``, half the
-    multiply-adds of a general product with ``R``).
+    ``L`` is the lower Cholesky factor of the posterior precision ``V^{-1} = L L^T``,
+    which the posterior holds anyway: no inverse is formed.  The variances take
+    one triangular solve per block (``dtrsm``, the multiply-adds of a triangular
+    product, half those of a general one).
 
     Parameters
     ----------
     X : ndarray, shape (N, D), C-contiguous
     mean : ndarray, shape (D,)
-    cov_chol : ndarray, shape (D, D), lower triangular, ``V = R R^T``.
+    precision_chol : ndarray, shape (D, D), lower triangular.
 
     Returns
     -------
@@ -96,15 +99,15 @@ def marginals(X, mean, cov_chol):
     n, dim = X.shape
     means = np.empty(n)
     variances = np.empty(n)
-    cov_chol = np.asfortranarray(cov_chol)
+    precision_chol = np.asfortranarray(precision_chol)
     buffer = np.empty((min(ROW_BLOCK, n), dim))
     for start in range(0, n, ROW_BLOCK):
         rows = slice(start, start + ROW_BLOCK)
         block = X[rows]
         means[rows] = block @ mean
-        projected = buffer[:block.shape[0]]
-        np.copyto(projected, block)
-        # (block R)^T = R^T block^T, written over the Fortran view block^T of the copy
-        blas.dtrmm(1.0, cov_chol, projected.T, side=0, lower=1, trans_a=1, overwrite_b=1)
-        variances[rows] = np.einsum("nd,nd->n", projected, projected)
+        solved = buffer[:block.shape[0]]
+        np.copyto(solved, block)
+        # L^{-1} block^T, written over the Fortran view block^T of the copy
+        blas.dtrsm(1.0, precision_chol, solved.T, side=0, lower=1, trans_a=0, overwrite_b=1)
+        variances[rows] = np.einsum("nd,nd->n", solved, solved)
     return means, variances

@@ -8,8 +8,8 @@ pseudo-observations:
 
 i.e. the message to a full-covariance Gaussian block is
 ``(X^T gamma, -X^T diag(pi) X / 2)``, built with ``dsyrk``.  The marginals are
-``m_i = x_i^T m`` and ``v_i = ||R^T x_i||^2`` with ``R`` the Cholesky factor
-of the covariance.  Each of the two reads ``X`` once, in cache-sized blocks
+``m_i = x_i^T m`` and ``v_i = ||L^{-1} x_i||^2`` with ``L`` the Cholesky factor
+of the posterior precision.  Each of the two reads ``X`` once, in cache-sized blocks
 of rows (:mod:`efvi.models.glm._linalg`).
 
 For a DiagonalGaussian block (mean field over weights) the natural gradient of
@@ -71,7 +71,7 @@ class GLM(GaussianSiteFactor):
         X = self._rows(index)
         if self.diagonal:
             return X @ q.mean, (X * X) @ q.var
-        return marginals(X, q.mean, np.linalg.cholesky(q.cov))
+        return marginals(X, q.mean, q.precision_cholesky)
 
     def _informed_form(self, block, natural_mean, precision, g_m):
         if not self.diagonal:

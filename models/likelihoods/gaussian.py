@@ -115,6 +115,10 @@ def gaussian_precision_site(mean, var, y):
     mean, var = check_gaussian_marginals(mean, var)
     y = Gaussian().validate_y(y)
     check_same_length(y, mean)
+    return _gaussian_precision_site(mean, var, y)
+
+
+def _gaussian_precision_site(mean, var, y):
     residual = y - mean
     return zero_missing(y, np.full(mean.shape, 0.5), -0.5 * (residual * residual + var))
 
