@@ -177,6 +177,18 @@ class ExponentialFamily:
         return obj
 
     @classmethod
+    def from_valid_natural(cls, natural):
+        """The distribution with natural parameters ``natural`` (finite float arrays of the right
+        shapes), or None if some batch element is outside the natural parameter space.
+
+        The engine's test of every proposal; a family may override it to keep
+        what the test computed (the Gaussian keeps the precision's Cholesky factor).
+        """
+        if not np.all(cls.is_valid_natural(natural)):
+            return None
+        return cls.from_natural(natural, validate=False)
+
+    @classmethod
     def from_mean_params(cls, mean):
         """Build a distribution from mean parameters ``mu = E[phi(z)]``."""
         if not isinstance(mean, (tuple, list)) or len(mean) != len(cls.param_names):

@@ -120,6 +120,20 @@ class Gaussian(GaussianBaseMeasure, ExponentialFamily):
         return symmetric & _linalg.is_pd(-eta2)
 
     @classmethod
+    def from_valid_natural(cls, natural):
+        """As the base class, with one Cholesky factorisation: the test's factor is kept for later use."""
+        eta2 = np.asarray(natural[1], dtype=float)
+        if not np.all(_linalg.is_symmetric(eta2)):
+            return None
+        try:
+            chol = np.linalg.cholesky(_linalg.symmetrise(-2.0 * eta2))
+        except np.linalg.LinAlgError:
+            return None
+        obj = cls.from_natural(natural, validate=False)
+        obj._precision_chol = chol
+        return obj
+
+    @classmethod
     def _sample(cls, natural, rng, n):
         eta1, eta2 = natural
         chol = _linalg.cholesky(-2.0 * _linalg.symmetrise(eta2), "-2 * natural[1] (the precision)")

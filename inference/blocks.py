@@ -110,12 +110,13 @@ class ExpFamBlock(Block):
         natural = expfam.tree_add(self.prior.natural, message)
         if not all(np.all(np.isfinite(p)) for p in natural):
             raise InvalidPosterior(f"block {self.name!r}: natural parameters are not finite")
-        if not np.all(self.family.is_valid_natural(natural)):
+        posterior = self.family.from_valid_natural(natural)
+        if posterior is None:
             raise InvalidPosterior(
                 f"block {self.name!r}: natural parameters left the valid set of "
                 f"{self.family.__name__}"
             )
-        return self.family.from_natural(natural, validate=False)
+        return posterior
 
     def kl(self, q):
         return float(np.sum(q.kl(self.prior)))
