@@ -221,8 +221,18 @@ class ExponentialFamily:
         return type(self).batch_shape_of(self._natural)
 
     def log_partition_value(self):
-        """``A(lambda)`` of this batch, shape ``batch_shape``."""
-        return np.asarray(type(self).log_partition(self._natural))
+        """``A(lambda)`` of this batch (read-only), shape ``batch_shape``, computed once.
+
+        A fit asks for a prior's at every iteration (its KL divergence, a
+        conjugate factor's expectations); the natural parameters are
+        read-only, so the value cannot go stale.
+        """
+        value = getattr(self, "_log_partition", None)
+        if value is None:
+            value = np.asarray(type(self).log_partition(self._natural))
+            value.setflags(write=False)
+            self._log_partition = value
+        return value
 
     def sufficient_stats_of(self, z):
         """``phi(z)`` for draws ``z`` of this batch (shape ``sample_shape + batch + event``).

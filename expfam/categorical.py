@@ -15,8 +15,12 @@ the last class is the reference:
 (the last two over the first :math:`K - 1` classes), with :math:`h(z) = 1`.
 :math:`A` is a log-sum-exp with a zero appended for the reference class and
 the mean parameters are its softmax, both stable for any finite
-:math:`\\lambda`.  The sufficient statistic is the one-hot encoding of the
-label without its last entry, so it depends on :math:`K`: use
+:math:`\\lambda`.  On plain arrays both are computed in numpy the way scipy's
+``logsumexp`` (the largest terms apart, :math:`\\log1p` of the rest) and
+``softmax`` compute them, without their per-call overhead; where autograd
+traces :math:`A` (to differentiate it), autograd's ``logsumexp`` computes it.
+The sufficient statistic is the one-hot encoding of the label without its
+last entry, so it depends on :math:`K`: use
 :meth:`Categorical.sufficient_stats` with ``num_classes`` or the object's
 :meth:`sufficient_stats_of` (and likewise :meth:`Categorical.in_support`).
 ``logpdf`` is ``-inf`` at a label that is not an integer in ``0..K-1``;
@@ -25,10 +29,9 @@ label without its last entry, so it depends on :math:`K`: use
 
 import autograd.numpy as anp
 import numpy as np
-from scipy import special
 
 from ._base import ExponentialFamily
-from ._differentiable import logsumexp
+from ._differentiable import logsumexp, traced
 from ._registry import register
 from .checks import as_float, number, violation
 
@@ -36,6 +39,31 @@ from .checks import as_float, number, violation
 def _with_reference(logits, zeros=np.zeros, concatenate=np.concatenate):
     """Append the reference class's zero logit: shape ``(..., K - 1)`` to ``(..., K)``."""
     return concatenate([logits, zeros(np.shape(logits)[:-1] + (1,))], axis=-1)
+
+
+def _log_partition(logits):
+    """``log(1 + sum_k exp(logits_k))`` for a plain array, shape ``logits.shape[:-1]``.
+
+    As ``scipy.special.logsumexp`` computes it: the largest of the logits and
+    the reference zero (``count`` of them) apart, ``top + log(count) +
+    log1p(rest / count)`` with ``rest`` the sum of the other ``exp(logit - top)``.
+    """
+    full = _with_reference(logits)
+    top = full.max(axis=-1, keepdims=True)
+    largest = full == top
+    count = largest.sum(axis=-1)
+    rest = np.where(largest, 0.0, np.exp(full - top)).sum(axis=-1)
+    return top[..., 0] + np.log(count) + np.log1p(rest / count)
+
+
+def _softmax(logits):
+    """Class probabilities of logits with the reference zero, shape ``logits.shape[:-1] + (K,)``.
+
+    As ``scipy.special.softmax`` computes them: ``exp(logit - max)`` normalised.
+    """
+    full = _with_reference(logits)
+    weights = np.exp(full - full.max(axis=-1, keepdims=True))
+    return weights / weights.sum(axis=-1, keepdims=True)
 
 
 @register
@@ -135,12 +163,14 @@ class Categorical(ExponentialFamily):
     @classmethod
     def log_partition(cls, natural):
         """``log(1 + sum_k exp(lambda_k))``; autograd-differentiable, shape ``batch``."""
-        return logsumexp(_with_reference(natural[0], anp.zeros, anp.concatenate), axis=-1)
+        if traced(natural[0]):
+            return logsumexp(_with_reference(natural[0], anp.zeros, anp.concatenate), axis=-1)
+        return _log_partition(np.asarray(natural[0], dtype=float))
 
     @classmethod
     def natural_to_mean(cls, natural):
         """``(p_0..p_{K-2},)``, the softmax of the logits with the reference zero, shape ``batch + (K - 1,)``."""
-        return (special.softmax(_with_reference(np.asarray(natural[0], dtype=float)), axis=-1)[..., :-1],)
+        return (_softmax(np.asarray(natural[0], dtype=float))[..., :-1],)
 
     @classmethod
     def mean_to_natural(cls, mean):
@@ -195,7 +225,7 @@ class Categorical(ExponentialFamily):
     @property
     def probs(self):
         """Class probabilities, shape ``batch_shape + (K,)``."""
-        return special.softmax(self.logits, axis=-1)
+        return _softmax(self._natural[0])
 
     @property
     def mean(self):

@@ -43,9 +43,18 @@ divergence of :math:`\\log\\Gamma`, is evaluated as
 with :math:`t_k = \\beta_k / \\alpha_k`, :math:`p = \\alpha / \\alpha_0`,
 :math:`r = \\beta / \\beta_0`: the large :math:`\\alpha f` parts of the :math:`D`
 terms combine exactly into the first sum, whose terms are all non-negative,
-and the rest is of order one.  Measured against mpmath: relative error below
-1e-12 for :math:`\\alpha_0` up to 1e10, up to about :math:`\\epsilon\\sqrt{\\alpha_0}` when
-the two differ only by a common relative change near the rounding of the
+and the rest, the excesses :math:`\\tfrac12 m + D_R` of the :math:`K` entries and
+of the totals, is of order one (one call of
+:func:`~efvi.expfam._bregman.gammaln_bregman_excess` for all :math:`K + 1`).
+The first sum's :math:`r_k / p_k - 1 = t_k / t_0 - 1` is formed by
+:func:`~efvi.expfam._bregman.ratio_gap`, from the exact differences
+:math:`t_k - 1` where the ratios are near 1 and from :math:`t_k - t_0` where
+they are small (a posterior against a vague prior, where the differences to 1
+would leave 2e-10 relative error at :math:`\\alpha_0 = 10^8`).  Measured against mpmath:
+relative error below 1e-12 for :math:`\\alpha_0` up to 1e10 (below 3e-14 for
+posteriors :math:`\\beta + n` with counts :math:`n` up to 1e9 against priors
+:math:`\\beta` from 1e-6 to 10), up to about :math:`\\epsilon\\sqrt{\\alpha_0}` when the
+two differ only by a common relative change near the rounding of the
 parameters.
 """
 
@@ -55,7 +64,7 @@ from scipy import special
 
 from ._base import ExponentialFamily
 from ._differentiable import gammaln
-from ._bregman import binet_bregman, entropy_part, log_gap, xlogx_gap
+from ._bregman import entropy_part, gammaln_bregman_excess, ratio_gap, xlogx_gap
 from ._registry import register
 from ._special import dirichlet_from_mean_log, dirichlet_mean_log
 from .checks import as_float, natural_from_shape, number
@@ -217,9 +226,9 @@ class Dirichlet(ExponentialFamily):
 
 def entropy_from_concentration(alpha):
     """Dirichlet entropy for concentrations ``alpha`` of shape ``batch + (K,)``; shape ``batch``."""
-    total = alpha.sum(axis=-1)
-    return (np.sum(entropy_part(alpha), axis=-1) - entropy_part(total)
-            - (alpha.shape[-1] - 1) * special.digamma(total))
+    total = alpha.sum(axis=-1, keepdims=True)
+    parts = entropy_part(np.concatenate([alpha, total], axis=-1))   # one call for the K entries and the total
+    return parts[..., :-1].sum(axis=-1) - parts[..., -1] - (alpha.shape[-1] - 1) * special.digamma(total[..., 0])
 
 
 def kl_from_natural(shifted_q, shifted_p):
@@ -228,13 +237,15 @@ def kl_from_natural(shifted_q, shifted_p):
     The differences ``beta_k - alpha_k`` are taken between the natural
     parameters, where they are exact for nearby distributions.
     """
-    shifted_q, shifted_p = np.broadcast_arrays(shifted_q, shifted_p)
+    if np.shape(shifted_q) != np.shape(shifted_p):
+        shifted_q, shifted_p = np.broadcast_arrays(shifted_q, shifted_p)
     alpha, beta, diff = shifted_q + 1.0, shifted_p + 1.0, shifted_p - shifted_q
-    alpha0, beta0, diff0 = alpha.sum(axis=-1), beta.sum(axis=-1), diff.sum(axis=-1)
+    # the totals as a (K + 1)-th entry, so that one call evaluates every excess
+    alpha, beta, diff = (np.concatenate([x, x.sum(axis=-1, keepdims=True)], axis=-1) for x in (alpha, beta, diff))
     t, t_minus_one = beta / alpha, diff / alpha
-    t0, t0_minus_one = beta0 / alpha0, diff0 / alpha0
-    ratio = t / t0[..., None]
-    ratio_minus_one = (t_minus_one - t0_minus_one[..., None]) / t0[..., None]
-    return (t0 * np.sum(alpha * xlogx_gap(ratio, ratio_minus_one), axis=-1)
-            + 0.5 * (np.sum(log_gap(t, t_minus_one), axis=-1) - log_gap(t0, t0_minus_one))
-            + np.sum(binet_bregman(beta, alpha, diff), axis=-1) - binet_bregman(beta0, alpha0, diff0))
+    t0, t0_minus_one = t[..., -1:], t_minus_one[..., -1:]
+    ratio = t[..., :-1] / t0
+    ratio_minus_one = ratio_gap(t[..., :-1], t_minus_one[..., :-1], t0, t0_minus_one)
+    excess = gammaln_bregman_excess(beta, alpha, diff)
+    return (t0[..., 0] * (alpha[..., :-1] * xlogx_gap(ratio, ratio_minus_one)).sum(axis=-1)
+            + excess[..., :-1].sum(axis=-1) - excess[..., -1])

@@ -44,8 +44,17 @@ three non-negative terms (:math:`D_R` the Bregman divergence of Binet's
 function).  This equals :math:`D(c, a) + a(x - \\log(1 + x)) + (a - c)\\log(1 + x)`,
 :math:`x = v - 1`, with :math:`D` the Bregman divergence of :math:`\\log\\Gamma`, but
 its first term holds exactly the part in which the other two cancel when
-shape and rate change together.  Measured against mpmath: relative error below
-1e-12 for shapes up to 1e10, up to about :math:`\\epsilon\\sqrt{a}` when two
+shape and rate change together.  The last two terms are
+:func:`~efvi.expfam._bregman.gammaln_bregman_excess`.  The first term's
+:math:`t / v - 1` is formed (:func:`~efvi.expfam._bregman.ratio_gap`) from the
+differences :math:`t - 1`, :math:`v - 1` of the natural parameters, exact for
+nearby distributions, where :math:`t + v \\ge 1`, and from :math:`t - v` where
+both are small, as for a posterior against a vague prior (there the
+differences to 1 would leave an error of about :math:`a\\epsilon`: 5e-8
+relative for a posterior of shape 1e10 against Gamma(1e-6, 1e-6)).  Measured
+against mpmath: relative error below 1e-12 for shapes up to 1e10 (below 4e-14
+for posteriors of shape 10..1e10 against priors of shape :math:`2^{-52}`..10,
+rates independent or means equal), up to about :math:`\\epsilon\\sqrt{a}` when two
 distributions differ only by a common relative change of shape and rate near
 the rounding of the parameters (KL near 1e-20).
 """
@@ -56,7 +65,7 @@ from scipy import special
 
 from ._base import ExponentialFamily
 from ._differentiable import gammaln
-from ._bregman import binet_bregman, entropy_part, log_gap, xlogx_gap
+from ._bregman import entropy_part, gammaln_bregman_excess, ratio_gap, xlogx_gap
 from ._registry import register
 from ._special import gamma_shape_from_log_gap
 from .checks import check_positive, natural_from_shape, number
@@ -227,5 +236,5 @@ def kl_from_natural(natural_q, natural_p):
     rate_q = -natural_q[1]
     t, t_minus_one = shape_p / shape_q, shape_diff / shape_q
     v, v_minus_one = natural_p[1] / natural_q[1], (natural_q[1] - natural_p[1]) / rate_q
-    return (shape_q * v * xlogx_gap(t / v, (t_minus_one - v_minus_one) / v)
-            + 0.5 * log_gap(t, t_minus_one) + binet_bregman(shape_p, shape_q, shape_diff))
+    return (shape_q * v * xlogx_gap(t / v, ratio_gap(t, t_minus_one, v, v_minus_one))
+            + gammaln_bregman_excess(shape_p, shape_q, shape_diff))

@@ -55,12 +55,12 @@ from ._registry import register
 from .checks import check_pd, natural_from_shape, number
 
 _LOG_2 = np.log(2.0)
+_LOG_PI = np.log(np.pi)
 
 
 def multigammaln(a, dim):
     """``log Gamma_D(a)``, elementwise in ``a`` (autograd-differentiable)."""
-    offsets = anp.arange(dim) / 2.0
-    return 0.25 * dim * (dim - 1) * np.log(np.pi) + anp.sum(gammaln(a[..., None] - offsets), axis=-1)
+    return 0.25 * dim * (dim - 1) * _LOG_PI + gammaln(a[..., None] - np.arange(dim) / 2.0).sum(axis=-1)
 
 
 def multidigamma(a, dim):

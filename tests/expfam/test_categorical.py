@@ -1,5 +1,7 @@
 """Categorical specifics: label statistics, saturated logits and the two constructors."""
 
+import autograd
+import autograd.numpy as anp
 import numpy as np
 import pytest
 from scipy import special
@@ -44,3 +46,24 @@ def test_constructors_agree_and_logits_are_shift_invariant():
 def test_labels_must_be_in_range():
     with pytest.raises(ValueError, match="z must hold integer labels in 0..2"):
         Categorical.sufficient_stats([3], num_classes=3)
+
+
+def test_plain_arrays_get_scipys_values_without_scipy_and_traced_ones_go_through_autograd():
+    """``log_partition`` and the probabilities of plain arrays are computed in numpy as scipy's
+    ``logsumexp`` (the largest terms apart, ``log1p`` of the rest) and ``softmax`` compute them: ties,
+    the reference class largest, tiny partitions, logits of +-700.  Where autograd traces the
+    log-partition, its ``logsumexp`` gives the same value, and the gradient is the probabilities."""
+    rng = np.random.default_rng(0)
+    logits = np.concatenate([rng.normal(0.0, 3.0, (50, 3)), [[0.0, 0.0, -1.0], [2.0, 2.0, 2.0],
+                                                             [-40.0, -40.0, -45.0], [700.0, -700.0, 699.0]]])
+    full = np.concatenate([logits, np.zeros((len(logits), 1))], axis=-1)
+    np.testing.assert_allclose(Categorical.log_partition((logits,)), special.logsumexp(full, axis=-1),
+                               rtol=1e-15, atol=0)
+    probs = special.softmax(full, axis=-1)
+    np.testing.assert_allclose(Categorical.natural_to_mean((logits,))[0], probs[:, :-1], rtol=1e-15, atol=0)
+    np.testing.assert_allclose(Categorical.from_natural((logits,)).probs, probs, rtol=1e-15, atol=0)
+    value, gradient = autograd.value_and_grad(lambda x: anp.sum(Categorical.log_partition((x,))))(logits)
+    np.testing.assert_allclose(value, np.sum(Categorical.log_partition((logits,))), rtol=1e-15)
+    np.testing.assert_allclose(gradient, probs[:, :-1], rtol=1e-13, atol=1e-300)
+    assert Categorical.log_partition((logits[0],)).shape == ()
+    assert Categorical.log_partition((logits[:0],)).shape == (0,)

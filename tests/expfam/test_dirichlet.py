@@ -63,6 +63,29 @@ def test_kl_matches_mpmath_in_the_concentrated_regime():
         assert error <= (1e-13 + EPS * np.sqrt(total)) * exact, (q.concentration, p.concentration)
 
 
+def _vague_prior_pairs(seed, count):
+    """Posteriors ``beta + n`` (counts 1e-6..1e9) against priors ``beta`` of 1e-6..10 (equal entries, or
+    not in one of three), K = 2..5."""
+    rng = np.random.default_rng(seed)
+    for i in range(count):
+        num = int(rng.integers(2, 6))
+        prior = np.exp(rng.uniform(np.log(1e-6), np.log(10.0), num if i % 3 == 0 else 1)) * np.ones(num)
+        yield Dirichlet(prior + 10.0 ** rng.uniform(-6.0, 9.0, num)), Dirichlet(prior)
+
+
+def test_kl_of_posteriors_against_vague_priors_matches_mpmath():
+    """The regime of a variational fit (2e-14 seen on 600 pairs).  Before the direct route of
+    efvi.expfam._bregman and ratio_gap, up to 2.8e-8 (2.6e-11 for counts 1e8 [.37, .26, .2, .17] against
+    Dirichlet(0.1))."""
+    prior = Dirichlet(np.full(4, 0.1))
+    for scale in [1e2, 1e4, 1e6, 1e8]:
+        q = Dirichlet(0.1 + scale * np.array([0.37, 0.26, 0.2, 0.17]))
+        np.testing.assert_allclose(q.kl(prior), _exact_kl(q.natural[0], prior.natural[0]), rtol=1e-15)
+    for q, p in _vague_prior_pairs(3, 200):
+        exact = _exact_kl(q.natural[0], p.natural[0])
+        assert abs(float(q.kl(p)) - exact) <= 1e-13 * exact, (q.concentration, p.concentration)
+
+
 def test_kl_of_the_audited_pairs_keeps_its_digits():
     """``alpha = s [1, 2, 3]`` against ``1.001 alpha``: 4.9967e-7 at every scale (the generic
     route gave 3.2e-7 at 1e8)."""
