@@ -103,6 +103,27 @@ class GLM(GaussianSiteFactor):
         natural_mean, precision = sites[0], sites[1]
         if self.diagonal:
             return (sites[2].sum(axis=0), -0.5 * ((X * X).T @ precision))
+        common = self._common_precision(precision) if index is None else None
+        if common is not None:
+            # a Gaussian likelihood gives every observed point the same site precision E[tau]:
+            # the Gram matrix is that number times X^T X of the observed rows, formed once
+            return (natural_mean @ X, -0.5 * common * self._observed_gram())
         projection, gram = gram_and_projection(X, precision, natural_mean)
         return (projection, -0.5 * gram)
+
+    def _common_precision(self, precision):
+        """The site precision shared by every observed point (0 at missing ones), or None."""
+        if not self.likelihood.conjugate:
+            return None
+        observed = precision[self.observed]
+        if observed.size == 0 or not (np.all(observed == observed[0]) and not np.any(precision[~self.observed])):
+            return None
+        return float(observed[0])
+
+    def _observed_gram(self):
+        """``X^T X`` over the observed rows, computed on first use."""
+        if getattr(self, "_gram", None) is None:
+            X = self.X[self.observed]
+            self._gram = gram_and_projection(np.ascontiguousarray(X), np.ones(X.shape[0]), None)[1]
+        return self._gram
 
