@@ -1,7 +1,7 @@
 r"""Generic Gauss-Hermite kernels shared by every likelihood.
 
 A likelihood hands the kernels two compiled scalar functions (first-class
-numba functions):
+numba functions, or compile-time constants in its own kernel, see below):
 
 ``log_lik(y, a, c, params) -> (ell, ell', ell'')``
     the part of :math:`\log p(y \mid a)` that depends on the latent :math:`a`,
@@ -30,11 +30,26 @@ tends to Price's form.  Each point's rule comes from the adaptive ladder of
 :mod:`efvi.models.likelihoods._quadrature`.  A NaN :math:`y_i` is a missing observation: its three
 outputs are exactly 0.
 
-The scalar functions are passed as first-class function values with fixed
-signatures rather than as dispatchers: a dispatcher-typed argument is keyed by
-object identity, so numba's on-disk cache would miss in every new process,
-whereas these kernels are compiled once, cached, and shared by all
-likelihoods.  ``per_point`` has length 1 (one value for every point) or N.
+**Each likelihood's own expectations kernel.**  The variational expectations
+are the engine's hot path, so a likelihood that integrates numerically
+compiles its own copy of them: a short kernel in its module calls
+``expectations`` with copies of its scalar functions (``uncached_copies``) and,
+for the logistic likelihoods, an exact rule for wide Gaussians
+(:mod:`._logistic`; ``no_wide_rule`` for the others).  numba then knows the
+functions at compile time and inlines them into the node loop, and caches the
+kernel beside the likelihood's module.  A kernel made by a factory that closes
+over the functions would miss numba's cache in every new process (numba keys a
+closure's entry on the pickled dispatchers, whose identity is per process),
+and so would one called from Python with the functions as arguments.  The
+other kernels here, and ``_gh_expectations`` for a likelihood without a kernel
+of its own, take the scalar functions as first-class function values with
+fixed signatures: compiled once, cached and shared by all likelihoods, at the
+price of numba looking up each function's address at every call (about 30 us
+each) and of an indirect call per node.  numba's cache checks only the time
+stamp of the module that defines a kernel, so after editing a function here or
+in :mod:`._math`, remove the numba cache files (``__pycache__/*.nbi``, ``*.nbc``)
+of this folder to recompile the kernels that use it.  ``per_point`` has length
+1 (one value for every point) or N.
 """
 
 import math
@@ -65,19 +80,80 @@ _NEWTON_STEPS = 50
 _HALVINGS = 60
 
 
-@numba.jit(_VEC3(LOG_LIK, LOG_BASE, _VEC, _VEC, _VEC, _VEC, _VEC, _MAT, _MAT, _IVEC, _VEC, _F8), **NUMBA_OPTIONS)
-def _gh_expectations(log_lik, log_base, mean, var, y, per_point, params, nodes, weights, counts, sd_edges,
-                     price_below):
-    """E[log p(y_i | a_i)] and its derivatives in (m_i, v_i); see the module docstring.
+_UNCACHED = dict(NUMBA_OPTIONS, cache=False)
+INLINED = dict(_UNCACHED, inline="always")
+"""Options of the kernels compiled into each likelihood's own kernel (numba IR inlining, no cache)."""
 
-    A point with ``v_i = 0`` needs one evaluation: ``E = ell(m)``,
-    ``dE/dm = ell'(m)``, ``dE/dv = ell''(m) / 2``.
 
-    Point ``i`` uses rule ``r``, the first with ``sqrt(v_i) <= sd_edges[r]`` (the last otherwise);
-    ``nodes[r, :counts[r]]`` are symmetric (``z_k = -z_{n-1-k}``) with equal paired weights.
-    Below ``sqrt(v_i) = price_below`` the rule is exact to rounding, and the ``v`` derivative
-    uses Price's form, which avoids dividing a difference of ``ell'`` by a tiny ``sqrt(v_i)``.
+@numba.jit(**INLINED)
+def gauss_hermite_point(log_lik, y, c, params, m, scale, nodes, weights, counts, sd_edges, price_below):
+    """``(sum_k w_k ell(a_k), dE/dm, dE/dv)`` of one point with ``scale = sqrt(v) >= 0``; see the module docstring.
+
+    The point uses rung ``r``, the first with ``scale <= sd_edges[r]`` (the last otherwise), whose
+    ``nodes[r, :counts[r]]`` are symmetric (``z_k = -z_{n-1-k}``) with equal paired weights.  Below
+    ``scale = price_below`` the rule is exact to rounding, and the ``v`` derivative uses Price's
+    form, which avoids dividing a difference of ``ell'`` by a tiny ``scale``.  With ``v = 0`` one
+    evaluation gives ``ell(m)``, ``ell'(m)`` and ``ell''(m) / 2``.
     """
+    if scale == 0.0:
+        ell, d1, d2 = log_lik(y, m, c, params)
+        return ell, d1, 0.5 * d2
+    r = 0
+    while r < sd_edges.shape[0] and scale > sd_edges[r]:
+        r += 1
+    size = counts[r]
+    e = 0.0
+    g = 0.0
+    h = 0.0
+    t = 0.0
+    for k in range(size // 2):
+        z = nodes[r, k]
+        w = weights[r, k]
+        ell_lo, d1_lo, d2_lo = log_lik(y, m + scale * z, c, params)
+        ell_hi, d1_hi, d2_hi = log_lik(y, m - scale * z, c, params)
+        e += w * (ell_lo + ell_hi)
+        g += w * (d1_lo + d1_hi)
+        h += w * (d2_lo + d2_hi)
+        t += w * z * (d1_lo - d1_hi)
+    if size % 2 == 1:
+        ell, d1, d2 = log_lik(y, m, c, params)
+        w = weights[r, size // 2]
+        e += w * ell
+        g += w * d1
+        h += w * d2
+    # the exact derivative of the quadrature rule in v, so that E and its gradient agree to
+    # rounding; where the rule is exact anyway it equals Price's 1/2 E[d2 log p]
+    return e, g, 0.5 * h if scale < price_below else t / (2.0 * scale)
+
+
+NO_WIDE_RULE = (np.zeros((1, 1)), np.zeros((1, 1)), np.zeros(1, dtype=np.int64), np.array([np.inf]))
+"""The wide-Gaussian entries of ``rule`` for a likelihood without such a rule: it starts at ``sqrt(v) = inf``."""
+
+
+@numba.jit(**INLINED)
+def no_wide_rule(y, c, params, m, scale, nodes, weights, counts, sd_edges):
+    """The ``wide_rule`` of a likelihood without one (never called: see ``NO_WIDE_RULE``)."""
+    return 0.0, 0.0, 0.0
+
+
+@numba.jit(**INLINED)
+def expectations(log_lik, log_base, wide_rule, mean, var, y, per_point, params, rule):
+    """E[log p(y_i | a_i)] and its derivatives in (m_i, v_i) for every point.
+
+    ``rule`` is ``(nodes, weights, counts, sd_edges, price_below)`` of the Gauss-Hermite ladder (see
+    ``gauss_hermite_point``) followed by ``(nodes, weights, counts, sd_edges)`` of a likelihood's own
+    rule for wide Gaussians: points with ``sqrt(v_i) > sd_edges[0]`` of the latter get
+    ``wide_rule(y_i, c_i, params, m_i, sqrt(v_i), nodes, weights, counts, sd_edges)`` instead
+    (``_logistic``; ``no_wide_rule`` and ``NO_WIDE_RULE`` for the others).  Either returns the
+    ``a``-dependent part of ``E_i`` and the two derivatives; ``log_base`` adds the rest.
+
+    Inlined (numba IR) into each likelihood's kernel, so that the functions it is given are
+    compile-time constants there: were they arguments of a call, they would be process-specific
+    addresses in the compiled code, which numba does not cache.  The arrays are taken out of
+    ``rule`` once, before the loop: taken out for every point, each would be reference-counted for
+    every point (about 15 ns a point).
+    """
+    nodes, weights, counts, sd_edges, price_below, wide_nodes, wide_weights, wide_counts, wide_edges = rule
     n = mean.shape[0]
     shared = per_point.shape[0] == 1
     value = np.zeros(n)
@@ -89,42 +165,47 @@ def _gh_expectations(log_lik, log_base, mean, var, y, per_point, params, nodes, 
             continue
         c = per_point[0] if shared else per_point[i]
         scale = math.sqrt(var[i])
-        if scale == 0.0:
-            ell, d1, d2 = log_lik(y_i, mean[i], c, params)
-            value[i] = log_base(y_i, c, params) + ell
-            d_mean[i] = d1
-            d_var[i] = 0.5 * d2
-            continue
-        r = 0
-        while r < sd_edges.shape[0] and scale > sd_edges[r]:
-            r += 1
-        size = counts[r]
-        m = mean[i]
-        e = 0.0
-        g = 0.0
-        h = 0.0
-        t = 0.0
-        for k in range(size // 2):
-            z = nodes[r, k]
-            w = weights[r, k]
-            ell_lo, d1_lo, d2_lo = log_lik(y_i, m + scale * z, c, params)
-            ell_hi, d1_hi, d2_hi = log_lik(y_i, m - scale * z, c, params)
-            e += w * (ell_lo + ell_hi)
-            g += w * (d1_lo + d1_hi)
-            h += w * (d2_lo + d2_hi)
-            t += w * z * (d1_lo - d1_hi)
-        if size % 2 == 1:
-            ell, d1, d2 = log_lik(y_i, m, c, params)
-            w = weights[r, size // 2]
-            e += w * ell
-            g += w * d1
-            h += w * d2
+        if scale > wide_edges[0]:
+            e, d_mean[i], d_var[i] = wide_rule(y_i, c, params, mean[i], scale, wide_nodes, wide_weights,
+                                               wide_counts, wide_edges)
+        else:
+            e, d_mean[i], d_var[i] = gauss_hermite_point(log_lik, y_i, c, params, mean[i], scale, nodes, weights,
+                                                         counts, sd_edges, price_below)
         value[i] = log_base(y_i, c, params) + e
-        d_mean[i] = g
-        # the exact derivative of the quadrature rule in v, so that E and its gradient agree to
-        # rounding; where the rule is exact anyway it equals Price's 1/2 E[d2 log p]
-        d_var[i] = 0.5 * h if scale < price_below else t / (2.0 * scale)
     return value, d_mean, d_var
+
+
+def uncached_copies(*functions):
+    """Copies of a likelihood's compiled scalar functions for its own kernel, which compiles and caches them.
+
+    The kernel does not call the functions themselves because numba keys a cache entry on the
+    signature as it is asked for: without a return type when a kernel calls a function, with one
+    when it is a first-class value.  Both routes would compile the function in the first process but
+    cache only the first route's entry, so the next process would compile it again.
+    """
+    return tuple(numba.jit(**_UNCACHED)(function.py_func) for function in functions)
+
+
+def _first_class_expectations(log_lik, log_base, mean, var, y, per_point, params, nodes, weights, counts, sd_edges,
+                              price_below):
+    rule = (nodes, weights, counts, sd_edges, price_below, *NO_WIDE_RULE)
+    return expectations(log_lik, log_base, no_wide_rule, mean, var, y, per_point, params, rule)
+
+
+def __getattr__(name):
+    """``_gh_expectations``: ``expectations`` by Gauss-Hermite, with first-class scalar functions.
+
+    ``_gh_expectations(log_lik, log_base, mean, var, y, per_point, params, nodes, weights, counts,
+    sd_edges, price_below)``, for likelihoods without a kernel of their own (no rule for wide
+    Gaussians); compiled, or loaded from the cache, on first use rather than at import.
+    """
+    if name != "_gh_expectations":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    kernel = numba.jit(
+        _VEC3(LOG_LIK, LOG_BASE, _VEC, _VEC, _VEC, _VEC, _VEC, _MAT, _MAT, _IVEC, _VEC, _F8), **NUMBA_OPTIONS
+    )(_first_class_expectations)
+    globals()[name] = kernel
+    return kernel
 
 
 @numba.jit(types.UniTuple(_F8, 2)(LOG_LIK, _F8, _F8, _VEC, _F8, _F8), **NUMBA_OPTIONS)

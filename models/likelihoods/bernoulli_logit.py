@@ -8,17 +8,30 @@ r"""Bernoulli likelihood with a logit link (logistic regression, GP classificati
 This is the binomial likelihood with one trial, and it reuses that file's
 compiled log density, derivatives and moments with :math:`n = 1` (the binomial
 coefficient is 1, so there is no :math:`a`-independent term to evaluate).
-Log-concave; expectations by Gauss-Hermite quadrature; the predictive mean is
-:math:`P(y = 1) = \mathbb E[\sigma(a)]`.
+Log-concave; expectations by Gauss-Hermite quadrature, and for wide Gaussians
+(:math:`\sqrt v > 1.19`) by the exact rule of :mod:`._logistic`; the predictive
+mean is :math:`P(y = 1) = \mathbb E[\sigma(a)]`.
 """
 
+import numba
 import numpy as np
 
+from .._numba import NUMBA_OPTIONS
+
 from ._base import Likelihood
+from ._kernels import expectations, uncached_copies
+from ._logistic import logistic_rule, wide_rule
 from ._math import no_base_term
 from .binomial_logit import _log_lik, _moments
 
 _ONE_TRIAL = np.ones(1)
+_log_lik_copy, _log_base_copy = uncached_copies(_log_lik, no_base_term)
+
+
+@numba.jit(**NUMBA_OPTIONS)
+def _expectations_kernel(mean, var, y, per_point, params, rule):
+    """The shared expectations kernel compiled with this likelihood's functions (see ``_kernels``)."""
+    return expectations(_log_lik_copy, _log_base_copy, wide_rule, mean, var, y, per_point, params, rule)
 
 
 class BernoulliLogit(Likelihood):
@@ -35,6 +48,7 @@ class BernoulliLogit(Likelihood):
     strip_half_width = np.pi  # log(1 + e^a) has poles at a = +-i pi
     _log_base = staticmethod(no_base_term)
     _moments = staticmethod(_moments)
+    _expectations_kernel = staticmethod(_expectations_kernel)
 
     def _per_point(self):
         return _ONE_TRIAL
@@ -45,3 +59,7 @@ class BernoulliLogit(Likelihood):
 
     def _outside_support(self, y, per_point):
         return (y != 0) & (y != 1)
+
+    def _quadrature_rule(self, n_points):
+        """Gauss-Hermite, and above ``sqrt(v) = 1.19`` the exact rule of :mod:`._logistic` (adaptive only)."""
+        return logistic_rule(super()._quadrature_rule(n_points), n_points)

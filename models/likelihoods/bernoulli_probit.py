@@ -24,6 +24,7 @@ from scipy.special import ndtr as _scipy_ndtr
 from .._numba import NUMBA_OPTIONS
 
 from ._base import Likelihood
+from ._kernels import expectations, no_wide_rule, uncached_copies
 from ._math import log_ndtr, ndtr, no_base_term
 
 
@@ -37,6 +38,15 @@ def _log_lik(y, a, c, params):
 @numba.jit(**NUMBA_OPTIONS)
 def _moments(a, c, params):
     return ndtr(a), ndtr(a) * ndtr(-a)
+
+
+_log_lik_copy, _log_base_copy = uncached_copies(_log_lik, no_base_term)
+
+
+@numba.jit(**NUMBA_OPTIONS)
+def _expectations_kernel(mean, var, y, per_point, params, rule):
+    """The shared expectations kernel compiled with this likelihood's functions (see ``_kernels``)."""
+    return expectations(_log_lik_copy, _log_base_copy, no_wide_rule, mean, var, y, per_point, params, rule)
 
 
 class BernoulliProbit(Likelihood):
@@ -53,6 +63,7 @@ class BernoulliProbit(Likelihood):
     strip_half_width = 2.0  # log Phi(a) is singular at the complex zeros of Phi, |Im a| > 2.7
     _log_base = staticmethod(no_base_term)
     _moments = staticmethod(_moments)
+    _expectations_kernel = staticmethod(_expectations_kernel)
 
     def initial_latent(self, y):
         """``+-Phi^{-1}(3/4)``: the IRLS start (``P(y = 1) = (y + 1/2) / 2``)."""

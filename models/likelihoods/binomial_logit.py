@@ -23,6 +23,7 @@ from .._numba import NUMBA_OPTIONS
 
 from ._base import Likelihood
 from ._checks import describe, is_integer, per_point_vector
+from ._kernels import expectations, no_wide_rule, uncached_copies
 from ._math import logistic
 from ._quadrature import DEFAULT_N_POINTS
 
@@ -44,6 +45,15 @@ def _log_base(y, c, params):
 def _moments(a, c, params):
     softplus_pos, softplus_neg, sigmoid_pos, sigmoid_neg = logistic(a)
     return c * sigmoid_pos, c * sigmoid_pos * sigmoid_neg
+
+
+_log_lik_copy, _log_base_copy = uncached_copies(_log_lik, _log_base)
+
+
+@numba.jit(**NUMBA_OPTIONS)
+def _expectations_kernel(mean, var, y, per_point, params, rule):
+    """The shared expectations kernel compiled with this likelihood's functions (see ``_kernels``)."""
+    return expectations(_log_lik_copy, _log_base_copy, no_wide_rule, mean, var, y, per_point, params, rule)
 
 
 def _check_trials(n_trials, name):
@@ -71,6 +81,7 @@ class BinomialLogit(Likelihood):
     strip_half_width = np.pi  # log(1 + e^a) has poles at a = +-i pi
     _log_base = staticmethod(_log_base)
     _moments = staticmethod(_moments)
+    _expectations_kernel = staticmethod(_expectations_kernel)
 
     def __init__(self, n_trials=1, n_points=DEFAULT_N_POINTS):
         super().__init__(n_points)

@@ -31,6 +31,7 @@ from .._numba import NUMBA_OPTIONS
 
 from ._base import Likelihood
 from ._checks import is_integer
+from ._kernels import expectations, no_wide_rule, uncached_copies
 from ._math import logistic
 from ._quadrature import DEFAULT_N_POINTS
 
@@ -55,6 +56,15 @@ def _moments(a, c, params):
     return mu, mu + mu * mu / params[0]
 
 
+_log_lik_copy, _log_base_copy = uncached_copies(_log_lik, _log_base)
+
+
+@numba.jit(**NUMBA_OPTIONS)
+def _expectations_kernel(mean, var, y, per_point, params, rule):
+    """The shared expectations kernel compiled with this likelihood's functions (see ``_kernels``)."""
+    return expectations(_log_lik_copy, _log_base_copy, no_wide_rule, mean, var, y, per_point, params, rule)
+
+
 class NegativeBinomial(Likelihood):
     """Over-dispersed counts: mean exp(a), variance mean + mean**2 / total_count.
 
@@ -72,6 +82,7 @@ class NegativeBinomial(Likelihood):
     strip_half_width = np.pi  # log(r + e^a) is singular where e^a = -r
     _log_base = staticmethod(_log_base)
     _moments = staticmethod(_moments)
+    _expectations_kernel = staticmethod(_expectations_kernel)
 
     def __init__(self, total_count=1.0, n_points=DEFAULT_N_POINTS):
         super().__init__(n_points)

@@ -23,6 +23,7 @@ from ...expfam.checks import check_positive
 from .._numba import NUMBA_OPTIONS
 
 from ._base import Likelihood
+from ._kernels import expectations, no_wide_rule, uncached_copies
 from ._math import log1p
 from ._quadrature import DEFAULT_N_POINTS
 
@@ -58,6 +59,15 @@ def _moments(a, c, params):
     return mean, var
 
 
+_log_lik_copy, _log_base_copy = uncached_copies(_log_lik, _log_base)
+
+
+@numba.jit(**NUMBA_OPTIONS)
+def _expectations_kernel(mean, var, y, per_point, params, rule):
+    """The shared expectations kernel compiled with this likelihood's functions (see ``_kernels``)."""
+    return expectations(_log_lik_copy, _log_base_copy, no_wide_rule, mean, var, y, per_point, params, rule)
+
+
 class StudentT(Likelihood):
     """Heavy-tailed noise: y = a + scale * t_df.
 
@@ -82,6 +92,7 @@ class StudentT(Likelihood):
         return self.scale * np.sqrt(self.df)
     _log_base = staticmethod(_log_base)
     _moments = staticmethod(_moments)
+    _expectations_kernel = staticmethod(_expectations_kernel)
 
     def __init__(self, df=3.0, scale=1.0, n_points=DEFAULT_N_POINTS):
         super().__init__(n_points)

@@ -5,7 +5,7 @@ import pytest
 from scipy import integrate, special, stats
 
 from efvi.models import likelihoods as L
-from efvi.models.likelihoods._quadrature import MAX_N_POINTS, gauss_hermite
+from efvi.models.likelihoods._quadrature import MAX_N_POINTS, gauss_hermite, weighted_gauss_rules
 
 
 @pytest.mark.parametrize("n_points", [1, 2, 7, 20, 100])
@@ -82,3 +82,28 @@ def test_adaptive_ladder_matches_a_160_point_rule_on_every_rung(sd_over_d):
         scale = 1.0 if sd_over_d <= 0.27 else 1e4 * max(1.0, sd_over_d) ** 2
         for a, b, tol in zip(adaptive, fine, (1e-11, 1e-10, 1e-10)):
             np.testing.assert_allclose(a, b, rtol=0, atol=tol * scale)
+
+
+def test_weighted_gauss_rules_are_gauss_rules():
+    """Weight 1 gives Gauss-Legendre; the logistic weight's rules integrate polynomials of degree < 2n exactly."""
+    sizes = (3, 8, 20)
+    nodes, weights = weighted_gauss_rules(np.ones_like, 4, sizes)
+    for r, size in enumerate(sizes):
+        x, w = np.polynomial.legendre.leggauss(size)
+        np.testing.assert_allclose(nodes[r, :size], 2.0 + 2.0 * x, rtol=0, atol=1e-13)
+        np.testing.assert_allclose(weights[r, :size], 2.0 * w, rtol=0, atol=1e-14)
+        assert np.all(nodes[r, size:] == 0.0) and np.all(weights[r, size:] == 0.0)
+
+    def weight(t):
+        return np.log1p(np.exp(-t))
+
+    sizes = (4, 16, 48)
+    nodes, weights = weighted_gauss_rules(weight, 40, sizes)
+    for r, size in enumerate(sizes):
+        for degree in range(0, 2 * size, 5):
+            poly = np.polynomial.Legendre.basis(degree, domain=[0.0, 40.0])
+            exact = sum(integrate.quad(lambda t: weight(t) * poly(t), lo, lo + 2.0, epsabs=1e-14, epsrel=1e-11)[0]
+                        for lo in range(0, 40, 2))
+            assert abs(weights[r, :size] @ poly(nodes[r, :size]) - exact) < 1e-13, (size, degree)
+    with pytest.raises(ValueError, match="sizes"):
+        weighted_gauss_rules(weight, 40, (65,))
