@@ -79,6 +79,8 @@ def row_blocks(n, threads=None):
     """
     threads = NUM_THREADS if threads is None else threads
     count = max(1, min(threads, n // MIN_POINTS_PER_THREAD))
+    if count == 1:
+        return [slice(0, n)]
     edges = np.linspace(0, n, count + 1).astype(int)
     return [slice(int(lo), int(hi)) for lo, hi in zip(edges[:-1], edges[1:])]
 
