@@ -315,7 +315,7 @@ class ExponentialFamily:
             - np.asarray(cls.expected_log_base_measure(self._natural))
         )
 
-    def kl(self, other):
+    def kl(self, other, validate=True):
         """``KL(self || other)``; shape: the two batch shapes broadcast.
 
         The Bregman divergence of ``A`` unless the family has a closed form
@@ -323,13 +323,21 @@ class ExponentialFamily:
         negative (near-identical pairs, about -1e-15) is returned as 0, which
         is the nearer of the two to the exact value.
 
+        Parameters
+        ----------
+        other : distribution of this family
+        validate : bool
+            Check ``other`` (family, event and batch shapes); a caller that
+            built both itself (the fit's engine, every iteration) may skip it.
+
         Raises
         ------
         ValueError
             Naming ``other`` if it is not of this family, its event shapes (D or
             K) differ from this one's, or its batch shape does not broadcast.
         """
-        check_kl_other(self, other)
+        if validate:
+            check_kl_other(self, other)
         return np.maximum(self._kl(other), 0.0)
 
     def _kl(self, other):

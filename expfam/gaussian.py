@@ -123,7 +123,8 @@ class Gaussian(GaussianBaseMeasure, ExponentialFamily):
     def from_valid_natural(cls, natural):
         """As the base class, with one Cholesky factorisation: the test's factor is kept for later use."""
         eta2 = np.asarray(natural[1], dtype=float)
-        if not np.all(_linalg.is_symmetric(eta2)):
+        # sums and interpolations of symmetric matrices are exactly symmetric: test that first
+        if not (np.array_equal(eta2, np.swapaxes(eta2, -1, -2)) or np.all(_linalg.is_symmetric(eta2))):
             return None
         try:
             chol = np.linalg.cholesky(_linalg.symmetrise(-2.0 * eta2))

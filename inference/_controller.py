@@ -39,9 +39,12 @@ only use would be to confirm convergence.
 
 import numpy as np
 
-ACCELERATE_ABOVE = 0.1
+ACCELERATE_ABOVE = 0.5
 """Extrapolate only while an ordinary step gains at least this fraction of the ELBO gain of the step
-before (a linear rate above about 0.3): faster convergence does not repay the extrapolation's cost."""
+before (a linear rate of the sites above about 0.7): faster convergence does not repay the cost of
+extrapolations that fail (each costs an evaluation).  On breast-cancer logistic regression this saves
+18% of the default fit from the informed start and costs 6% from the prior (0.1: 16 iterations and
+4 failed extrapolations; 0.5: 15 and none)."""
 
 JEFFREYS_FACTOR = 10.0
 """A shortened last step counts as converged only if the full step's Jeffreys divergence is at most

@@ -108,7 +108,7 @@ class ExpFamBlock(Block):
 
     def posterior(self, message):
         natural = expfam.tree_add(self.prior.natural, message)
-        if not all(np.all(np.isfinite(p)) for p in natural):
+        if not all(np.isfinite(p).all() for p in natural):
             raise InvalidPosterior(f"block {self.name!r}: natural parameters are not finite")
         posterior = self.family.from_valid_natural(natural)
         if posterior is None:
@@ -119,7 +119,9 @@ class ExpFamBlock(Block):
         return posterior
 
     def kl(self, q):
-        return float(np.sum(q.kl(self.prior)))
+        if all(np.array_equal(a, b) for a, b in zip(q.natural, self.prior.natural)):
+            return 0.0          # q is the prior (a fit's start): exactly 0, without the KL's arithmetic
+        return float(np.sum(q.kl(self.prior, validate=False)))     # q was built from this prior
 
     def divergence(self, q, other):
         natural = expfam.tree_sub(other.natural, q.natural)

@@ -58,6 +58,7 @@ class GaussianSiteFactor(Factor):
         self.y = likelihood.validate_y(y, "y")
         self.n_data = self.y.shape[0]
         self.observed = ~np.isnan(self.y)
+        self.all_observed = bool(self.observed.all())
         self.roles = {"on": on}
         self.precision_block = getattr(likelihood, "precision_block", None)
         if self.precision_block is not None:

@@ -115,6 +115,9 @@ class GLM(GaussianSiteFactor):
         """The site precision shared by every observed point (0 at missing ones), or None."""
         if not self.likelihood.conjugate:
             return None
+        if self.all_observed:
+            lowest, highest = precision.min(), precision.max()
+            return float(lowest) if lowest == highest else None
         observed = precision[self.observed]
         if observed.size == 0 or not (np.all(observed == observed[0]) and not np.any(precision[~self.observed])):
             return None
