@@ -209,11 +209,16 @@ class ExponentialFamily:
     def mean_params(self):
         """Mean parameters ``mu = E[phi(z)]`` (tuple of read-only arrays), computed once."""
         if self._mean_params is None:
-            mean = tuple(np.asarray(p, float) for p in type(self).natural_to_mean(self._natural))
+            mean = tuple(np.asarray(p, float) for p in self._compute_mean_params())
             for p in mean:
                 p.setflags(write=False)
             self._mean_params = mean
         return self._mean_params
+
+    def _compute_mean_params(self):
+        """:meth:`natural_to_mean` of this batch; a family overrides it to reuse what the object holds
+        (the Gaussian its precision's Cholesky factor and mean, the Normal-Wishart its scale's factor)."""
+        return type(self).natural_to_mean(self._natural)
 
     @property
     def batch_shape(self):
@@ -229,10 +234,14 @@ class ExponentialFamily:
         """
         value = getattr(self, "_log_partition", None)
         if value is None:
-            value = np.asarray(type(self).log_partition(self._natural))
+            value = np.asarray(self._compute_log_partition(), dtype=float)
             value.setflags(write=False)
             self._log_partition = value
         return value
+
+    def _compute_log_partition(self):
+        """:meth:`log_partition` of this batch; a family overrides it to reuse what the object holds."""
+        return type(self).log_partition(self._natural)
 
     def sufficient_stats_of(self, z):
         """``phi(z)`` for draws ``z`` of this batch (shape ``sample_shape + batch + event``).

@@ -18,8 +18,12 @@ a loop of it over an array vectorises; keeping ``log y`` apart lets callers
 form :math:`\\log x - \\psi(x) = \\log(x / y) + h` and differences of
 digammas with one logarithm and no cancellation.
 
-Numba options are set here rather than imported from ``models`` because
-``expfam`` imports neither of the other packages.  They match
+Numba options are set here for every compiled kernel of ``expfam`` (the KL
+kernels of :mod:`efvi.expfam._bregman_kernels`, the linear algebra of
+:mod:`efvi.expfam._linalg_kernels`, the Categorical, Gaussian and
+Normal-Wishart kernels beside their families), together with the one helper
+they share, :func:`compensated_add`; rather than imported from ``models``,
+because ``expfam`` imports neither of the other packages.  They match
 ``efvi.models._numba.NUMBA_OPTIONS`` (cached where :mod:`efvi.expfam.numba_cache`
 finds a writable place, no fastmath, so NaN and inf keep their IEEE meaning)
 plus ``error_model="numpy"``: a division by zero gives inf as in numpy instead
@@ -51,6 +55,22 @@ _EULER = 0.5772156649015329
 _ZETA2 = 1.6449340668482264
 _Q_COEFFICIENTS = (45.0, 870.0, 9450.0, 63273.0, 269325.0, 723680.0, 1172700.0, 1026576.0, 362880.0)
 """``Q(x) = (x + 1)(x + 2)...(x + 9)``, highest power first after the leading 1."""
+
+
+# ------------------------------------------------------------------ sums
+@numba.jit(inline="always", **_NUMBA_OPTIONS)
+def compensated_add(total, error, value):
+    """Add ``value`` to the sum held as ``total + error``; return the new pair.
+
+    Knuth's TwoSum gives the rounding error of ``total + value`` exactly, and
+    the errors are summed apart (Neumaier): the final ``total + error`` is the
+    exact sum rounded, plus at most about ``n u^2`` times the sum of the
+    magnitudes, in any order (at least as accurate as numpy's pairwise sums,
+    which every kernel of expfam that sums more than a few terms replaces).
+    """
+    summed = total + value
+    virtual = summed - total
+    return summed, error + ((total - (summed - virtual)) + (value - virtual))
 
 
 # ------------------------------------------------------------------ digamma

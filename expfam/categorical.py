@@ -15,10 +15,12 @@ the last class is the reference:
 (the last two over the first :math:`K - 1` classes), with :math:`h(z) = 1`.
 :math:`A` is a log-sum-exp with a zero appended for the reference class and
 the mean parameters are its softmax, both stable for any finite
-:math:`\\lambda`.  On plain arrays both are computed in numpy the way scipy's
-``logsumexp`` (the largest terms apart, :math:`\\log1p` of the rest) and
-``softmax`` compute them, without their per-call overhead; where autograd
-traces :math:`A` (to differentiate it), autograd's ``logsumexp`` computes it.
+:math:`\\lambda`.  On plain arrays both are computed in one compiled pass the
+way scipy's ``logsumexp`` (the largest terms apart, :math:`\\log1p` of the rest)
+and ``softmax`` compute them, with compensated sums and without their per-call
+overhead, and a distribution keeps the two together (its KL, whose inner
+product is compiled too, needs both); where autograd traces :math:`A` (to
+differentiate it), autograd's ``logsumexp`` computes it.
 The sufficient statistic is the one-hot encoding of the label without its
 last entry, so it depends on :math:`K`: use
 :meth:`Categorical.sufficient_stats` with ``num_classes`` or the object's
@@ -27,11 +29,15 @@ last entry, so it depends on :math:`K`: use
 ``sufficient_stats`` raises for one.
 """
 
+from math import exp, log, log1p
+
 import autograd.numpy as anp
+import numba
 import numpy as np
 
 from ._base import ExponentialFamily
 from ._differentiable import logsumexp, traced
+from ._kernels import _NUMBA_OPTIONS, compensated_add
 from ._registry import register
 from .checks import as_float, number, violation
 
@@ -41,29 +47,68 @@ def _with_reference(logits, zeros=np.zeros, concatenate=np.concatenate):
     return concatenate([logits, zeros(np.shape(logits)[:-1] + (1,))], axis=-1)
 
 
-def _log_partition(logits):
-    """``log(1 + sum_k exp(logits_k))`` for a plain array, shape ``logits.shape[:-1]``.
+@numba.jit(inline="always", **_NUMBA_OPTIONS)
+def _softmax_row(logits, probs):
+    """``A`` of one row of logits ``(K - 1,)``, and its class probabilities into ``probs`` ``(K,)``.
 
-    As ``scipy.special.logsumexp`` computes it: the largest of the logits and
-    the reference zero (``count`` of them) apart, ``top + log(count) +
-    log1p(rest / count)`` with ``rest`` the sum of the other ``exp(logit - top)``.
+    See :func:`_log_partition_and_probs`; the sums are compensated (``compensated_add``).
     """
-    full = _with_reference(logits)
-    top = full.max(axis=-1, keepdims=True)
-    largest = full == top
-    count = largest.sum(axis=-1)
-    rest = np.where(largest, 0.0, np.exp(full - top)).sum(axis=-1)
-    return top[..., 0] + np.log(count) + np.log1p(rest / count)
+    free = logits.shape[0]
+    top = 0.0
+    for k in range(free):
+        top = max(top, logits[k])
+    count, rest, rest_error, total, total_error = 0.0, 0.0, 0.0, 0.0, 0.0
+    for k in range(free + 1):
+        logit = logits[k] if k < free else 0.0
+        if logit == top:
+            weight = 1.0
+            count += 1.0
+        else:
+            weight = exp(logit - top)
+            rest, rest_error = compensated_add(rest, rest_error, weight)
+        probs[k] = weight
+        total, total_error = compensated_add(total, total_error, weight)
+    total += total_error
+    for k in range(free + 1):
+        probs[k] /= total
+    return top + log(count) + log1p((rest + rest_error) / count)
 
 
-def _softmax(logits):
-    """Class probabilities of logits with the reference zero, shape ``logits.shape[:-1] + (K,)``.
+@numba.jit(**_NUMBA_OPTIONS)
+def _log_partition_and_probs_kernel(logits, log_partition, probs):
+    """:func:`_softmax_row` of each row of ``logits`` ``(n, K - 1)``, into ``log_partition`` ``(n,)`` and
+    ``probs`` ``(n, K)``."""
+    for i in range(logits.shape[0]):
+        log_partition[i] = _softmax_row(logits[i], probs[i])
 
-    As ``scipy.special.softmax`` computes them: ``exp(logit - max)`` normalised.
+
+@numba.jit(**_NUMBA_OPTIONS)
+def _kl_kernel(logits_q, logits_p, log_partition_p, log_partition_q, probs_q, out):
+    """``KL(q || p) = A_p - A_q - <logits_p - logits_q, p_q>`` row by row (logits ``(n, K - 1)``, ``A``
+    ``(n,)``, probabilities ``(n, K)``), the inner product compensated (``compensated_add``)."""
+    for i in range(logits_q.shape[0]):
+        inner, error = 0.0, 0.0
+        for k in range(logits_q.shape[1]):
+            inner, error = compensated_add(inner, error, (logits_p[i, k] - logits_q[i, k]) * probs_q[i, k])
+        out[i] = log_partition_p[i] - log_partition_q[i] - (inner + error)
+
+
+def _log_partition_and_probs(logits):
+    """``A = log(1 + sum_k exp(logits_k))`` and the softmax of the logits with the reference zero.
+
+    For a plain array of shape ``(..., K - 1)``; shapes ``(...)`` and ``(..., K)``.
+    As ``scipy.special.logsumexp`` and ``softmax`` compute them (one compiled
+    pass, sharing the exponentials): the largest of the logits and the
+    reference zero (``count`` of them) apart, ``A = top + log(count) +
+    log1p(rest / count)`` with ``rest`` the sum of the other ``exp(logit - top)``,
+    and the probabilities ``exp(logit - top)`` normalised.
     """
-    full = _with_reference(logits)
-    weights = np.exp(full - full.max(axis=-1, keepdims=True))
-    return weights / weights.sum(axis=-1, keepdims=True)
+    logits = np.asarray(logits, dtype=float)
+    batch, free = logits.shape[:-1], logits.shape[-1]
+    log_partition, probs = np.empty(batch), np.empty(batch + (free + 1,))
+    _log_partition_and_probs_kernel(np.ascontiguousarray(logits).reshape(-1, free), log_partition.reshape(-1),
+                                    probs.reshape(-1, free + 1))
+    return log_partition, probs
 
 
 @register
@@ -165,12 +210,12 @@ class Categorical(ExponentialFamily):
         """``log(1 + sum_k exp(lambda_k))``; autograd-differentiable, shape ``batch``."""
         if traced(natural[0]):
             return logsumexp(_with_reference(natural[0], anp.zeros, anp.concatenate), axis=-1)
-        return _log_partition(np.asarray(natural[0], dtype=float))
+        return _log_partition_and_probs(natural[0])[0]
 
     @classmethod
     def natural_to_mean(cls, natural):
         """``(p_0..p_{K-2},)``, the softmax of the logits with the reference zero, shape ``batch + (K - 1,)``."""
-        return (_softmax(np.asarray(natural[0], dtype=float))[..., :-1],)
+        return (_log_partition_and_probs(natural[0])[1][..., :-1],)
 
     @classmethod
     def mean_to_natural(cls, mean):
@@ -211,6 +256,37 @@ class Categorical(ExponentialFamily):
     def _domain_description(cls):
         return "natural[0] = log(p_k / p_last) must be finite"
 
+    # ------------------------------------------------------------------ cached pieces
+    def _softmax(self):
+        """``(A, probabilities)`` of this batch by one compiled pass, computed once (read-only)."""
+        pair = getattr(self, "_softmax_pair", None)
+        if pair is None:
+            pair = _log_partition_and_probs(self._natural[0])
+            for part in pair:
+                part.setflags(write=False)
+            self._softmax_pair = pair
+        return pair
+
+    def _compute_log_partition(self):
+        return self._softmax()[0]
+
+    def _kl(self, other):
+        """The base class's Bregman divergence, its inner product in the compiled :func:`_kl_kernel`."""
+        logits_q, logits_p = self._natural[0], other.natural[0]
+        log_partition_p = other.log_partition_value()
+        if logits_q.shape == logits_p.shape:
+            log_partition_q, probs_q = self._softmax()
+        else:
+            logits_q, logits_p = np.broadcast_arrays(logits_q, logits_p)
+            log_partition_p = np.broadcast_to(log_partition_p, logits_q.shape[:-1])
+            log_partition_q, probs_q = _log_partition_and_probs(logits_q)
+        batch, free = logits_q.shape[:-1], logits_q.shape[-1]
+        out = np.empty(batch)
+        _kl_kernel(np.ascontiguousarray(logits_q).reshape(-1, free), np.ascontiguousarray(logits_p).reshape(-1, free),
+                   np.ascontiguousarray(log_partition_p).reshape(-1), log_partition_q.reshape(-1),
+                   probs_q.reshape(-1, free + 1), out.reshape(-1))
+        return out
+
     # ------------------------------------------------------------------ readable properties
     @property
     def num_classes(self):
@@ -225,7 +301,7 @@ class Categorical(ExponentialFamily):
     @property
     def probs(self):
         """Class probabilities, shape ``batch_shape + (K,)``."""
-        return _softmax(self._natural[0])
+        return self._softmax()[1].copy()
 
     @property
     def mean(self):

@@ -45,7 +45,10 @@ function).  This equals :math:`D(c, a) + a(x - \\log(1 + x)) + (a - c)\\log(1 + 
 :math:`x = v - 1`, with :math:`D` the Bregman divergence of :math:`\\log\\Gamma`, but
 its first term holds exactly the part in which the other two cancel when
 shape and rate change together.  The last two terms are
-:func:`~efvi.expfam._bregman.gammaln_bregman_excess`.  The first term's
+:func:`~efvi.expfam._bregman.gammaln_bregman_excess`; the whole KL is evaluated
+entry by entry in one compiled call
+(:func:`~efvi.expfam._bregman_kernels.gamma_kl_kernel`, tested against these
+numpy pieces).  The first term's
 :math:`t / v - 1` is formed (:func:`~efvi.expfam._bregman.ratio_gap`) from the
 differences :math:`t - 1`, :math:`v - 1` of the natural parameters, exact for
 nearby distributions, where :math:`t + v \\ge 1`, and from :math:`t - v` where
@@ -65,7 +68,8 @@ from scipy import special
 
 from ._base import ExponentialFamily
 from ._differentiable import gammaln
-from ._bregman import entropy_part, gammaln_bregman_excess, ratio_gap, xlogx_gap
+from ._bregman import entropy_part
+from ._bregman_kernels import gamma_kl_kernel
 from ._registry import register
 from ._special import gamma_shape_from_log_gap
 from .checks import check_positive, natural_from_shape, number
@@ -230,11 +234,13 @@ def kl_from_natural(natural_q, natural_p):
     ``a v f(t / v) + m(t) / 2 + D_R(c, a)`` with ``t = c / a``, ``v = d / b``
     (module docstring); the differences ``c - a`` and ``d - b`` are taken
     between natural parameters, where they are exact for nearby distributions.
+    One compiled call (:mod:`efvi.expfam._bregman_kernels`) for the whole batch.
     """
-    shape_q, shape_p = natural_q[0] + 1.0, natural_p[0] + 1.0
-    shape_diff = natural_p[0] - natural_q[0]
-    rate_q = -natural_q[1]
-    t, t_minus_one = shape_p / shape_q, shape_diff / shape_q
-    v, v_minus_one = natural_p[1] / natural_q[1], (natural_q[1] - natural_p[1]) / rate_q
-    return (shape_q * v * xlogx_gap(t / v, ratio_gap(t, t_minus_one, v, v_minus_one))
-            + gammaln_bregman_excess(shape_p, shape_q, shape_diff))
+    parts = [np.asarray(p, dtype=float) for p in (*natural_q, *natural_p)]
+    shape = parts[0].shape
+    if any(p.shape != shape for p in parts):
+        parts = np.broadcast_arrays(*parts)
+        shape = parts[0].shape
+    out = np.empty(shape)
+    gamma_kl_kernel(*(np.ascontiguousarray(p).reshape(-1) for p in parts), out.reshape(-1))
+    return out

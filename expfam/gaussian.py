@@ -35,13 +35,41 @@ float64, so the precision comes back to about
 """
 
 import autograd.numpy as anp
+import numba
 import numpy as np
 
 from . import _linalg
 from ._base import ExponentialFamily
 from ._gaussian_measure import _LOG_2PI, GaussianBaseMeasure
+from ._kernels import _NUMBA_OPTIONS, compensated_add
 from ._registry import register
 from .checks import as_float, check_pd
+
+
+@numba.jit(**_NUMBA_OPTIONS)
+def _kl_squares_kernel(chol_q, chol_p, diff, out):
+    """``out[i] = |L_q^-1 L_p|_F^2 + |L_p^T d|^2`` for stacks ``chol_q, chol_p`` ``(n, D, D)``, ``diff`` ``(n, D)``.
+
+    The trace and Mahalanobis terms of :meth:`Gaussian._kl`: columns of
+    ``L_q^-1 L_p`` by forward substitution (skipping the zeros above the
+    diagonal of ``L_p``), the squares summed compensated.
+    """
+    n, dim = diff.shape
+    column = np.empty(dim)
+    for i in range(n):
+        total, error = 0.0, 0.0
+        for j in range(dim):
+            for r in range(j, dim):
+                value = chol_p[i, r, j]
+                for k in range(j, r):
+                    value -= chol_q[i, r, k] * column[k]
+                column[r] = value / chol_q[i, r, r]
+                total, error = compensated_add(total, error, column[r] * column[r])
+            projected = 0.0
+            for r in range(j, dim):
+                projected += chol_p[i, r, j] * diff[i, r]
+            total, error = compensated_add(total, error, projected * projected)
+        out[i] = total + error
 
 
 @register
@@ -122,13 +150,8 @@ class Gaussian(GaussianBaseMeasure, ExponentialFamily):
     @classmethod
     def from_valid_natural(cls, natural):
         """As the base class, with one Cholesky factorisation: the test's factor is kept for later use."""
-        eta2 = np.asarray(natural[1], dtype=float)
-        # sums and interpolations of symmetric matrices are exactly symmetric: test that first
-        if not (np.array_equal(eta2, np.swapaxes(eta2, -1, -2)) or np.all(_linalg.is_symmetric(eta2))):
-            return None
-        try:
-            chol = np.linalg.cholesky(_linalg.symmetrise(-2.0 * eta2))
-        except np.linalg.LinAlgError:
+        chol = _linalg.symmetric_cholesky(natural[1], -2.0)
+        if chol is None:
             return None
         obj = cls.from_natural(natural, validate=False)
         obj._precision_chol = chol
@@ -224,18 +247,27 @@ class Gaussian(GaussianBaseMeasure, ExponentialFamily):
         tested against the generic route on moderate parameters).
         """
         chol_q, chol_p = self.precision_cholesky, other.precision_cholesky
-        whitened = _linalg.solve_triangular(chol_q, chol_p)             # L_q^{-1} L_p
-        trace = np.sum(whitened * whitened, axis=(-2, -1))
         diff = self.mean - other.mean
-        maha = np.sum((np.swapaxes(chol_p, -1, -2) @ diff[..., None])[..., 0] ** 2, axis=-1)
         dim = diff.shape[-1]
-        return 0.5 * (trace + maha - dim + _linalg.logdet_from_cholesky(chol_q)
-                      - _linalg.logdet_from_cholesky(chol_p))
+        if chol_q.shape == chol_p.shape and dim <= _linalg.REFINE_MAX_DIM:
+            squares = np.empty(diff.shape[:-1])
+            _kl_squares_kernel(chol_q.reshape(-1, dim, dim), chol_p.reshape(-1, dim, dim), diff.reshape(-1, dim),
+                               squares.reshape(-1))
+        else:
+            whitened = _linalg.solve_triangular(chol_q, chol_p)             # L_q^{-1} L_p
+            projected = (np.swapaxes(chol_p, -1, -2) @ diff[..., None])[..., 0]
+            squares = (whitened * whitened).sum(axis=(-2, -1)) + (projected * projected).sum(axis=-1)
+        return 0.5 * (squares - dim + self._precision_logdet() - other._precision_logdet())
 
     def entropy(self):
         """Differential entropy ``D (1 + log 2 pi) / 2 - log|Lambda| / 2``, shape ``batch``."""
         dim = self._natural[0].shape[-1]
-        return 0.5 * dim * (1.0 + _LOG_2PI) - 0.5 * _linalg.logdet_from_cholesky(self.precision_cholesky)
+        return 0.5 * dim * (1.0 + _LOG_2PI) - 0.5 * self._precision_logdet()
+
+    def _compute_mean_params(self):
+        """``(m, V + m m^T)`` from the held precision factor, mean and covariance (each computed once)."""
+        mean = self.mean
+        return mean, self.cov + mean[..., :, None] * mean[..., None, :]
 
     # ------------------------------------------------------------------ readable properties
     @property
@@ -268,9 +300,19 @@ class Gaussian(GaussianBaseMeasure, ExponentialFamily):
         """Precision ``V^-1``, shape ``batch + (D, D)``."""
         return -2.0 * self._natural[1]
 
+    def _precision_logdet(self):
+        """``log|Lambda|`` from the precision's Cholesky factor, computed once (a prior's, at every iteration)."""
+        if getattr(self, "_logdet", None) is None:
+            self._logdet = _linalg.logdet_from_cholesky(self.precision_cholesky)
+        return self._logdet
+
     @property
     def precision_cholesky(self):
-        """Lower Cholesky factor of the precision, shape ``batch + (D, D)``; computed once."""
+        """Lower Cholesky factor of the precision, shape ``batch + (D, D)``; computed once.
+
+        Raises ``numpy.linalg.LinAlgError`` if the precision is not positive definite.
+        """
         if getattr(self, "_precision_chol", None) is None:
-            self._precision_chol = np.linalg.cholesky(_linalg.symmetrise(self.precision))
+            chol = _linalg.symmetric_cholesky(self._natural[1], -2.0)
+            self._precision_chol = np.linalg.cholesky(_linalg.symmetrise(self.precision)) if chol is None else chol
         return self._precision_chol

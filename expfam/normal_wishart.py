@@ -43,7 +43,10 @@ i.e. :math:`E[\\Lambda\\mu] = \\nu W m`, :math:`E[\\mu^T\\Lambda\\mu] = D/\\beta
 :math:`\\Lambda` and mean :math:`\\mu` contributes :math:`(x, 1, x x^T, 1)` to
 :math:`\\lambda`, which is why this statistic suits conjugate mixture models.
 The Fisher information is the autograd Hessian of :math:`A`
-(:mod:`efvi.expfam._autodiff`).
+(:mod:`efvi.expfam._autodiff`).  A distribution factors :math:`W^{-1}` once, in
+one compiled pass with its validity test (``from_valid_natural``, the engine's
+test of every proposal), and keeps the factor and :math:`\\log|W^{-1}|` for its
+mean parameters, log-partition and ``expected_mahalanobis``.
 
 Samples are pairs ``(mu, precision)`` of arrays with shapes
 ``(n,) + batch + (D,)`` and ``(n,) + batch + (D, D)``; ``logpdf`` and
@@ -65,16 +68,21 @@ of total covariance and the inverse-Wishart mean
 Wishart: :math:`E\\Lambda = \\nu W`, :math:`\\operatorname{Var}\\Lambda_{ij} = \\nu(W_{ij}^2 + W_{ii}W_{jj})`.
 """
 
+from math import log
+
 import autograd.numpy as anp
+import numba
 import numpy as np
 
 from . import _linalg
 from ._autodiff import hessian_of_log_partition
 from ._base import ExponentialFamily
+from ._kernels import _NUMBA_OPTIONS, compensated_add
+from ._linalg_kernels import SYMMETRY_RTOL, cholesky, is_symmetric
 from ._registry import register
 from .checks import as_float, check_pd, check_positive, number
 from .wishart import (bartlett_factor, df_from_logdet_gap, element_variances, expected_logdet, log_normaliser,
-                      natural_df)
+                      log_normaliser_from_logdet, natural_df)
 
 _LOG_2PI = np.log(2.0 * np.pi)
 _SCALE_INV = "natural[2] - outer(natural[0], natural[0]) / natural[1] (the inverse scale)"
@@ -86,6 +94,77 @@ def _unpack(natural):
     dim = np.shape(eta1)[-1]
     outer = eta1[..., :, None] * eta1[..., None, :] / beta[..., None, None]
     return beta, eta1 / beta[..., None], eta4 + dim, _linalg.symmetrise(eta3) - outer
+
+
+@numba.jit(**_NUMBA_OPTIONS)
+def _factor_kernel(eta1, beta, eta3, eta4, m, scale_inv, chol, logdet, valid):
+    """Per batch element (``eta1`` ``(n, D)``, ``eta3`` ``(n, D, D)``): the validity of
+    :meth:`NormalWishart.is_valid_natural`, and where valid ``m``, ``W^-1`` (as :func:`_unpack` forms them),
+    its Cholesky factor and ``log|W^-1|``."""
+    n, dim = eta1.shape
+    for i in range(n):
+        valid[i] = beta[i] > 0.0 and eta4[i] > -1.0 and is_symmetric(eta3[i], SYMMETRY_RTOL)
+        if not valid[i]:
+            continue
+        for r in range(dim):
+            m[i, r] = eta1[i, r] / beta[i]
+            for c in range(dim):
+                scale_inv[i, r, c] = 0.5 * (eta3[i, r, c] + eta3[i, c, r]) - eta1[i, r] * eta1[i, c] / beta[i]
+        valid[i] = cholesky(scale_inv[i], chol[i])
+        total, error = 0.0, 0.0
+        for r in range(dim):
+            total, error = compensated_add(total, error, log(chol[i, r, r]) if valid[i] else 0.0)
+        logdet[i] = 2.0 * (total + error)
+
+
+def _factor(natural):
+    """``((beta, m, df, W^-1, chol(W^-1), log|W^-1|), valid)`` from natural parameters (plain arrays).
+
+    ``valid``: the whole batch passes :meth:`NormalWishart.is_valid_natural`
+    (the factors are None, or meaningless, where it does not).  One compiled
+    pass (:func:`_factor_kernel`) for ``D <= REFINE_MAX_DIM``, where per-call
+    overheads dominate; numpy and LAPACK above.
+    """
+    eta1, beta, eta3, eta4 = (np.asarray(p, dtype=float) for p in natural)
+    batch, dim = eta1.shape[:-1], eta1.shape[-1]
+    if dim <= _linalg.REFINE_MAX_DIM and beta.shape == eta4.shape == eta3.shape[:-2] == batch:
+        m, scale_inv, chol = np.empty(eta1.shape), np.empty(eta3.shape), np.empty(eta3.shape)
+        logdet, valid = np.empty(batch), np.empty(batch, dtype=np.bool_)
+        _factor_kernel(eta1.reshape(-1, dim), beta.reshape(-1), eta3.reshape(-1, dim, dim), eta4.reshape(-1),
+                       m.reshape(-1, dim), scale_inv.reshape(-1, dim, dim), chol.reshape(-1, dim, dim),
+                       logdet.reshape(-1), valid.reshape(-1))
+        return (beta, m, eta4 + dim, scale_inv, chol, logdet), bool(valid.all())
+    if not np.all(NormalWishart.is_valid_natural(natural)):
+        return None, False
+    beta, m, df, scale_inv = _unpack((eta1, beta, eta3, eta4))
+    chol = np.linalg.cholesky(scale_inv)
+    return (beta, m, df, scale_inv, chol, _linalg.logdet_from_cholesky(chol)), True
+
+
+def _factors_or_raise(natural):
+    """``(beta, m, df, W^-1, chol(W^-1), log|W^-1|)`` from natural parameters (plain arrays).
+
+    Raises
+    ------
+    ValueError
+        Naming the inverse scale and the batch index where it is not positive definite.
+    """
+    factors, valid = _factor(natural)
+    if valid:
+        return factors
+    beta, m, df, scale_inv = _unpack(natural)      # outside the natural parameter space: as before, raise
+    chol = _linalg.cholesky(scale_inv, _SCALE_INV)  # only where W^-1 is not positive definite
+    return beta, m, df, scale_inv, chol, _linalg.logdet_from_cholesky(chol)
+
+
+def _mean_params(beta, m, df, scale_inv, chol, logdet_scale_inv):
+    """The mean parameters from the parts :func:`_factor` computes (module docstring)."""
+    dim = m.shape[-1]
+    expected_precision = df[..., None, None] * _linalg.pd_inverse_from_cholesky(scale_inv, chol)
+    quad = dim / beta + df * _linalg.quad_form_chol(chol, m)
+    logdet = expected_logdet(df, -logdet_scale_inv, dim)
+    return (np.einsum("...ij,...j->...i", expected_precision, m), -0.5 * quad,
+            -0.5 * expected_precision, 0.5 * logdet)
 
 
 @register
@@ -165,14 +244,7 @@ class NormalWishart(ExponentialFamily):
     @classmethod
     def natural_to_mean(cls, natural):
         """``(E[Lambda mu], -E[mu^T Lambda mu]/2, -E[Lambda]/2, E[log|Lambda|]/2)``."""
-        beta, m, df, scale_inv = _unpack(natural)
-        dim = m.shape[-1]
-        chol = _linalg.cholesky(scale_inv, _SCALE_INV)
-        expected_precision = df[..., None, None] * _linalg.pd_inverse_from_cholesky(scale_inv, chol)
-        quad = dim / beta + df * _linalg.quad_form_chol(chol, m)
-        logdet = expected_logdet(df, -_linalg.logdet_from_cholesky(chol), dim)
-        return (np.einsum("...ij,...j->...i", expected_precision, m), -0.5 * quad,
-                -0.5 * expected_precision, 0.5 * logdet)
+        return _mean_params(*_factors_or_raise(natural))
 
     @classmethod
     def mean_to_natural(cls, mean):
@@ -208,6 +280,18 @@ class NormalWishart(ExponentialFamily):
         symmetric = _linalg.is_symmetric(eta3)
         _, _, _, scale_inv = _unpack((eta1, np.where(positive, beta, 1.0), eta3, eta4))
         return positive & (eta4 > -1.0) & symmetric & _linalg.is_pd(scale_inv)
+
+    @classmethod
+    def from_valid_natural(cls, natural):
+        """As the base class, with the validity test and the factorisation of ``W^-1`` in one pass
+        (:func:`_factor`), whose results the distribution keeps for its mean parameters, log-partition
+        and ``expected_mahalanobis``."""
+        factors, valid = _factor(natural)
+        if not valid:
+            return None
+        obj = cls.from_natural(natural, validate=False)
+        obj._factors = factors
+        return obj
 
     @classmethod
     def _sample(cls, natural, rng, n):
@@ -252,6 +336,24 @@ class NormalWishart(ExponentialFamily):
     def _domain_description(cls):
         return ("natural[1] = beta must be > 0, natural[3] = df - D > -1, and natural[2] - "
                 "outer(natural[0], natural[0]) / natural[1] = inv(scale) symmetric positive definite")
+
+    # ------------------------------------------------------------------ cached pieces
+    def _held_factors(self):
+        """``(beta, m, df, W^-1, chol(W^-1), log|W^-1|)`` of this batch, computed once (the parameters are
+        read-only)."""
+        factors = getattr(self, "_factors", None)
+        if factors is None:
+            factors = self._factors = _factors_or_raise(self._natural)
+        return factors
+
+    def _compute_mean_params(self):
+        return _mean_params(*self._held_factors())
+
+    def _compute_log_partition(self):
+        """``-D/2 log beta`` plus the Wishart log normaliser, with ``log|W^-1|`` from the held factor."""
+        beta, m, df, _, _, logdet_scale_inv = self._held_factors()
+        dim = m.shape[-1]
+        return -0.5 * dim * np.log(beta) + log_normaliser_from_logdet(df, logdet_scale_inv, dim)
 
     # ------------------------------------------------------------------ readable properties
     @property
@@ -323,8 +425,7 @@ class NormalWishart(ExponentialFamily):
         x = as_float(x, "x", ndim_min=1)
         if x.shape[-1] != self.dim:
             raise ValueError(f"x must have shape (..., {self.dim}); got {x.shape}")
-        beta, m, df, scale_inv = _unpack(self._natural)
+        beta, m, df, _, chol, _ = self._held_factors()
         batch = self.batch_shape
         diff = x.reshape(x.shape[:-1] + (1,) * len(batch) + (self.dim,)) - m
-        chol = _linalg.cholesky(scale_inv, _SCALE_INV)
         return self.dim / beta + df * _linalg.quad_form_chol(chol, diff)

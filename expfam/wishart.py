@@ -44,6 +44,8 @@ support is the symmetric positive-definite matrices: ``logpdf`` is ``-inf``
 elsewhere.  The pure functions here are shared with the Normal-Wishart family.
 """
 
+import functools
+
 import autograd.numpy as anp
 import numpy as np
 from scipy.special import digamma, polygamma
@@ -58,19 +60,27 @@ _LOG_2 = np.log(2.0)
 _LOG_PI = np.log(np.pi)
 
 
+@functools.cache
+def _half_steps(dim):
+    """``(0, 1/2, ..., (D - 1)/2)``, read-only: the arguments ``a - i/2`` of the multivariate gamma's factors."""
+    steps = np.arange(dim) / 2.0
+    steps.setflags(write=False)
+    return steps
+
+
 def multigammaln(a, dim):
     """``log Gamma_D(a)``, elementwise in ``a`` (autograd-differentiable)."""
-    return 0.25 * dim * (dim - 1) * _LOG_PI + gammaln(a[..., None] - np.arange(dim) / 2.0).sum(axis=-1)
+    return 0.25 * dim * (dim - 1) * _LOG_PI + gammaln(a[..., None] - _half_steps(dim)).sum(axis=-1)
 
 
 def multidigamma(a, dim):
     """``psi_D(a) = sum_i digamma(a - i/2)``, elementwise in ``a``."""
-    return np.sum(digamma(np.asarray(a)[..., None] - np.arange(dim) / 2.0), axis=-1)
+    return digamma(np.asarray(a)[..., None] - _half_steps(dim)).sum(axis=-1)
 
 
 def multitrigamma(a, dim):
     """``sum_i trigamma(a - i/2)``, elementwise in ``a``."""
-    return np.sum(polygamma(1, np.asarray(a)[..., None] - np.arange(dim) / 2.0), axis=-1)
+    return polygamma(1, np.asarray(a)[..., None] - _half_steps(dim)).sum(axis=-1)
 
 
 def log_normaliser(df, scale_inv):
@@ -78,9 +88,13 @@ def log_normaliser(df, scale_inv):
 
     ``-(df/2) log|W^-1| + (df D / 2) log 2 + log Gamma_D(df / 2)``; autograd-differentiable.
     """
-    dim = scale_inv.shape[-1]
     _, logdet = anp.linalg.slogdet(scale_inv)
-    return -0.5 * df * logdet + 0.5 * df * dim * _LOG_2 + multigammaln(0.5 * df, dim)
+    return log_normaliser_from_logdet(df, logdet, scale_inv.shape[-1])
+
+
+def log_normaliser_from_logdet(df, logdet_scale_inv, dim):
+    """:func:`log_normaliser` given ``log|W^-1|`` (e.g. from a Cholesky factor the caller holds)."""
+    return -0.5 * df * logdet_scale_inv + 0.5 * df * dim * _LOG_2 + multigammaln(0.5 * df, dim)
 
 
 def expected_logdet(df, logdet_scale, dim):

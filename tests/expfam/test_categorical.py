@@ -67,3 +67,31 @@ def test_plain_arrays_get_scipys_values_without_scipy_and_traced_ones_go_through
     np.testing.assert_allclose(gradient, probs[:, :-1], rtol=1e-13, atol=1e-300)
     assert Categorical.log_partition((logits[0],)).shape == ()
     assert Categorical.log_partition((logits[:0],)).shape == (0,)
+
+
+@pytest.mark.parametrize("num_classes", [2, 4, 40])
+def test_compiled_kl_and_softmax_equal_the_generic_route_and_scipy_on_every_shape(num_classes):
+    """The compiled KL (compensated inner product) against the base class's numpy Bregman divergence, for
+    equal batches, a prior broadcast against a batch, and a batch broadcast against a larger prior; the
+    log-partition and probabilities it keeps are the ones asked for first or later (K = 40 sums more
+    terms than numpy's pairwise sums take one by one)."""
+    from efvi.expfam import ExponentialFamily
+
+    rng = np.random.default_rng(num_classes)
+    logits_q, logits_p = rng.normal(0.0, 3.0, (2, 30, num_classes - 1))
+    q, p = Categorical.from_natural((logits_q,)), Categorical.from_natural((logits_p,))
+    scale = np.abs(q.log_partition_value()) + np.abs(p.log_partition_value()) + 3.0 * np.abs(logits_p - logits_q).max()
+    for prior in (p, p[0], Categorical.from_natural((np.stack([logits_p, logits_q]),))):
+        kl = Categorical.from_natural((logits_q,)).kl(prior)
+        generic = ExponentialFamily._kl(q, prior)
+        assert kl.shape == generic.shape
+        assert np.all(np.abs(kl - generic) <= 1e-15 * scale.max())
+    np.testing.assert_allclose(q[:1].kl(p), ExponentialFamily._kl(q[:1], p), rtol=0, atol=1e-15 * scale.max())
+    full = np.concatenate([logits_q, np.zeros((30, 1))], axis=-1)
+    for first_kl in (True, False):
+        fresh = Categorical.from_natural((logits_q,))
+        if first_kl:
+            fresh.kl(p)
+        np.testing.assert_allclose(fresh.mean_params[0], special.softmax(full, axis=-1)[:, :-1], rtol=1e-15)
+        np.testing.assert_allclose(fresh.log_partition_value(), special.logsumexp(full, axis=-1), rtol=1e-15)
+        np.testing.assert_array_equal(fresh.kl(p), q.kl(p))

@@ -166,3 +166,33 @@ def test_kl_of_near_identical_gaussians_is_never_negative():
         q = Gaussian.from_mean_cov(mean, cov)
         p = Gaussian.from_mean_cov(mean * (1 + 1e-9), cov * (1 + 1e-9))
         assert q.kl(p) >= 0.0
+
+
+def test_compiled_kl_equals_the_numpy_route_and_from_valid_natural_tests_like_is_valid_natural():
+    """Batches of one shape take the compiled trace and Mahalanobis terms, broadcast ones and matrices wider
+    than ``REFINE_MAX_DIM`` the numpy ones; the two agree.  ``from_valid_natural`` (one compiled
+    validity test and factorisation) accepts and rejects what ``is_valid_natural`` does."""
+    from efvi.expfam import _linalg
+
+    rng = np.random.default_rng(12)
+    for dim in (1, 3, 11, _linalg.REFINE_MAX_DIM + 1):
+        cov_q, _ = random_spd(rng, dim, (3,), 3.0)
+        cov_p, _ = random_spd(rng, dim, (3,), 2.0)
+        q = Gaussian.from_mean_cov(rng.normal(size=(3, dim)), cov_q)
+        p = Gaussian.from_mean_cov(rng.normal(size=(3, dim)), cov_p)
+        fresh = Gaussian.from_valid_natural(q.natural)
+        np.testing.assert_allclose(fresh.precision_cholesky, np.linalg.cholesky(q.precision), rtol=1e-12,
+                                   atol=1e-12 * np.abs(q.precision).max())
+        together = fresh.kl(p)
+        one_by_one = [Gaussian.from_natural(tuple(x[i:i + 1] for x in q.natural)).kl(p)[i] for i in range(3)]
+        np.testing.assert_allclose(together, one_by_one, rtol=1e-12)
+        np.testing.assert_allclose(together, _kl_closed_form(q.mean, q.cov, p.mean, p.cov), rtol=1e-9)
+        asymmetric = q.natural[1].copy()
+        asymmetric[1, 0, -1] += 1e-6 * np.abs(asymmetric).max()
+        indefinite = q.natural[1].copy()
+        indefinite[2, -1, -1] = 1.0
+        for eta2 in (asymmetric, indefinite):
+            natural = (q.natural[0], eta2)
+            assert (Gaussian.from_valid_natural(natural) is None) == (not np.all(Gaussian.is_valid_natural(natural)))
+        assert Gaussian.from_valid_natural((q.natural[0], indefinite)) is None
+        assert (Gaussian.from_valid_natural((q.natural[0], asymmetric)) is None) == (dim > 1)

@@ -146,3 +146,39 @@ def test_var_of_mu_is_infinite_without_a_second_moment():
     q = NormalWishart(np.zeros(2), 1.0, [1.5, 3.0, 3.5], np.eye(2))
     assert np.all(np.isinf(q.var[:2])) and np.all(np.isfinite(q.var[2]))
     np.testing.assert_allclose(q.var[2], 1.0 / 0.5, rtol=1e-14)
+
+
+def _numpy_factors(natural):
+    """``(beta, m, df, W^-1, chol(W^-1), log|W^-1|)`` by numpy and LAPACK: the reference of the compiled pass."""
+    eta1, beta, eta3, eta4 = natural
+    outer = eta1[..., :, None] * eta1[..., None, :] / beta[..., None, None]
+    scale_inv = 0.5 * (eta3 + np.swapaxes(eta3, -1, -2)) - outer
+    chol = np.linalg.cholesky(scale_inv)
+    return (beta, eta1 / beta[..., None], eta4 + eta1.shape[-1], scale_inv, chol,
+            2.0 * np.log(np.diagonal(chol, axis1=-2, axis2=-1)).sum(axis=-1))
+
+
+@pytest.mark.parametrize("dim", [1, 2, 5, 65])
+def test_from_valid_natural_tests_like_is_valid_natural_and_keeps_the_numpy_factors(dim):
+    """One compiled pass (``D <= 64``; numpy above) tests validity and factors ``W^-1``; the distribution
+    keeps the factors for its mean parameters and log-partition, which equal the classmethods'."""
+    rng = np.random.default_rng(46 + dim)
+    q = _example(rng, dim=dim, batch=(3,))
+    fresh = NormalWishart.from_valid_natural(q.natural)
+    for got, expected in zip(fresh._held_factors(), _numpy_factors(q.natural)):
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12 * np.abs(expected).max())
+    for got, expected in zip(fresh.mean_params, NormalWishart.natural_to_mean(q.natural)):
+        np.testing.assert_array_equal(got, expected)
+    np.testing.assert_allclose(fresh.log_partition_value(), NormalWishart.log_partition(q.natural), rtol=1e-13)
+    eta1, beta, eta3, eta4 = q.natural
+    bad_beta, bad_df, asymmetric, indefinite, overflow = beta.copy(), eta4.copy(), eta3.copy(), eta3.copy(), beta.copy()
+    bad_beta[1], bad_df[2] = -1.0, -1.0
+    asymmetric[0, 0, -1] += 1e-6 * np.abs(eta3).max()
+    indefinite[2] = -np.eye(dim)
+    overflow[1] = 1e-320
+    for natural in [(eta1, bad_beta, eta3, eta4), (eta1, beta, eta3, bad_df), (eta1, beta, asymmetric, eta4),
+                    (eta1, beta, indefinite, eta4), (eta1 + 1e160, overflow, eta3, eta4)]:
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            expected = bool(np.all(NormalWishart.is_valid_natural(natural)))
+            assert (NormalWishart.from_valid_natural(natural) is not None) == expected
+        assert expected == (dim == 1 and natural[2] is asymmetric)
