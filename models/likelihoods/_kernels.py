@@ -193,23 +193,23 @@ def _first_class_expectations(log_lik, log_base, mean, var, y, per_point, params
 
 
 def __getattr__(name):
-    """``_gh_expectations``: ``expectations`` by Gauss-Hermite, with first-class scalar functions.
+    """Build a kernel of ``_LAZY`` on first use (compiled, or loaded from the cache) and keep it.
 
     ``_gh_expectations(log_lik, log_base, mean, var, y, per_point, params, nodes, weights, counts,
-    sd_edges, price_below)``, for likelihoods without a kernel of their own (no rule for wide
-    Gaussians); compiled, or loaded from the cache, on first use rather than at import.
+    sd_edges, price_below)`` is ``expectations`` by Gauss-Hermite with first-class scalar functions,
+    for likelihoods without a kernel of their own (no rule for wide Gaussians).
     """
-    if name != "_gh_expectations":
+    if name not in _LAZY:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    kernel = numba.jit(
-        _VEC3(LOG_LIK, LOG_BASE, _VEC, _VEC, _VEC, _VEC, _VEC, _MAT, _MAT, _IVEC, _VEC, _F8), **NUMBA_OPTIONS
-    )(_first_class_expectations)
+    signature, body, callees = _LAZY[name]
+    for callee in callees:          # the body calls them by their global names
+        __getattr__(callee)
+    kernel = numba.jit(signature, **NUMBA_OPTIONS)(body)
     globals()[name] = kernel
     return kernel
 
 
-@numba.jit(types.UniTuple(_F8, 2)(LOG_LIK, _F8, _F8, _VEC, _F8, _F8), **NUMBA_OPTIONS)
-def _laplace_proposal(log_lik, y, c, params, m, v):
+def _laplace_proposal_body(log_lik, y, c, params, m, v):
     """Mode and curvature variance of ``ell(a) - (a - m)^2 / (2 v)`` by safeguarded Newton steps.
 
     Returns ``(m, 0)`` when ``v = 0``.  Where the log integrand is not concave
@@ -241,8 +241,7 @@ def _laplace_proposal(log_lik, y, c, params, m, v):
     return a, (-1.0 / curv if curv < 0.0 else v)
 
 
-@numba.jit(_VEC(LOG_LIK, LOG_BASE, _VEC, _VEC, _VEC, _VEC, _VEC, _VEC, _VEC), **NUMBA_OPTIONS)
-def _gh_log_predictive(log_lik, log_base, mean, var, y, per_point, params, nodes, log_weights):
+def _gh_log_predictive_body(log_lik, log_base, mean, var, y, per_point, params, nodes, log_weights):
     """log of integral p(y_i | a) N(a; m_i, v_i) da by adaptive Gauss-Hermite; NaN where y_i is NaN.
 
     The rule is centred at the mode of the integrand with its curvature
@@ -285,8 +284,7 @@ def _gh_log_predictive(log_lik, log_base, mean, var, y, per_point, params, nodes
     return out
 
 
-@numba.jit(_VEC2(MOMENTS, _VEC, _VEC, _VEC, _VEC, _VEC, _VEC), **NUMBA_OPTIONS)
-def _gh_predictive_moments(moments, mean, var, per_point, params, nodes, weights):
+def _gh_predictive_moments_body(moments, mean, var, per_point, params, nodes, weights):
     """Predictive mean and variance of y_i: E[mu(a)] and E[s2(a)] + E[(mu(a) - E mu)^2]."""
     n = mean.shape[0]
     shared = per_point.shape[0] == 1
@@ -312,8 +310,7 @@ def _gh_predictive_moments(moments, mean, var, per_point, params, nodes, weights
     return out_mean, out_var
 
 
-@numba.jit(_VEC3(LOG_LIK, LOG_BASE, _VEC, _VEC, _VEC, _VEC), **NUMBA_OPTIONS)
-def _pointwise(log_lik, log_base, latent, y, per_point, params):
+def _pointwise_body(log_lik, log_base, latent, y, per_point, params):
     """log p(y_i | a_i) and its first two derivatives in a_i; NaN where y_i is NaN."""
     n = latent.shape[0]
     shared = per_point.shape[0] == 1
@@ -333,8 +330,7 @@ def _pointwise(log_lik, log_base, latent, y, per_point, params):
     return value, d1, d2
 
 
-@numba.jit(_VEC(LOG_BASE, _VEC, _VEC, _VEC), **NUMBA_OPTIONS)
-def _base_terms(log_base, y, per_point, params):
+def _base_terms_body(log_base, y, per_point, params):
     """The a-independent part b(y_i) of log p(y_i | a_i) for every point (closed forms reuse it)."""
     n = y.shape[0]
     shared = per_point.shape[0] == 1
@@ -342,3 +338,18 @@ def _base_terms(log_base, y, per_point, params):
     for i in range(n):
         out[i] = log_base(y[i], per_point[0] if shared else per_point[i], params)
     return out
+
+
+_LAZY = {
+    "_gh_expectations": (_VEC3(LOG_LIK, LOG_BASE, _VEC, _VEC, _VEC, _VEC, _VEC, _MAT, _MAT, _IVEC, _VEC, _F8),
+                         _first_class_expectations, ()),
+    "_laplace_proposal": (types.UniTuple(_F8, 2)(LOG_LIK, _F8, _F8, _VEC, _F8, _F8), _laplace_proposal_body, ()),
+    "_gh_log_predictive": (_VEC(LOG_LIK, LOG_BASE, _VEC, _VEC, _VEC, _VEC, _VEC, _VEC, _VEC),
+                           _gh_log_predictive_body, ("_laplace_proposal",)),
+    "_gh_predictive_moments": (_VEC2(MOMENTS, _VEC, _VEC, _VEC, _VEC, _VEC, _VEC), _gh_predictive_moments_body, ()),
+    "_pointwise": (_VEC3(LOG_LIK, LOG_BASE, _VEC, _VEC, _VEC, _VEC), _pointwise_body, ()),
+    "_base_terms": (_VEC(LOG_BASE, _VEC, _VEC, _VEC), _base_terms_body, ()),
+}
+"""The kernels that take a likelihood's scalar functions as first-class values: name -> (signature,
+Python body, kernels the body calls by name).  With explicit signatures numba would compile (or load)
+them at import, about 0.15 s; :func:`__getattr__` builds each on first use instead."""
