@@ -48,7 +48,8 @@ class Engine:
         self.blocks = dict(model.blocks)      # a learning block is replaced, never changed, by new hyperparameters
         self._model_blocks = model.blocks
         self.factors = model.factors
-        self.touching = {b: [k for k, f in enumerate(self.factors) if b in f.block_names] for b in self.blocks}
+        self._factor_blocks = [f.block_names for f in self.factors]
+        self.touching = {b: [k for k, names in enumerate(self._factor_blocks) if b in names] for b in self.blocks}
         self.order = [b for b in self.blocks if self.touching[b]]
         self.batch_size = batch_size
         if minibatch not in ("svi", "sites"):
@@ -187,7 +188,7 @@ class Engine:
     # ------------------------------------------------------------------ evaluation
     def _evaluate(self, k, q, index):
         factor = self.factors[k]
-        key = tuple(q[b] for b in factor.block_names)
+        key = tuple(q[b] for b in self._factor_blocks[k])
         cached = self._cache[k]
         if cached is not None and cached[1] is index and all(a is b for a, b in zip(cached[0], key)):
             return cached[2]
