@@ -9,10 +9,11 @@ blocks (:mod:`efvi.inference.generic.enumeration`) is built on this.
 """
 
 import numpy as np
-from autograd import jacobian
+from autograd import grad, jacobian
 
 from ..factor import FactorEval
 from .._summed import SummedSitesFactor
+from . import _pointwise
 
 
 class ExpectedLogFactor(SummedSitesFactor):
@@ -23,9 +24,13 @@ class ExpectedLogFactor(SummedSitesFactor):
     expected_log : callable
         ``expected_log(mu, *data)`` returns ``E_q[log f_i]`` for every data
         point, shape (N,), where ``mu`` is the block's mean-parameter tuple
-        (full batch shape).  Written with ``autograd.numpy``.
+        (full batch shape).  Written with ``autograd.numpy``.  On a
+        structured Gaussian block (``gp.GP``, ``lds.MarkovGP``, ``lds.LDS``)
+        point ``i`` sees the block's value ``a_i``, and ``mu`` is the pair of
+        per-point arrays ``(E[a_i], E[a_i^2])``, each shape (N,): the factor
+        then keeps one 1-D Gaussian site per point, as ``Observe`` does.
     on : str
-        Name of the block (any registered family).
+        Name of the block (any registered family, or a structured Gaussian block).
     data : tuple of arrays, optional
         Per-point arrays (leading dimension N) passed after ``mu``; minibatches slice them.
     n_data : int, optional
@@ -40,7 +45,32 @@ class ExpectedLogFactor(SummedSitesFactor):
         self.roles = {"on": on}
         self.n_data = _infer_n_data(self.data, n_data)
 
+    _pointwise = False
+
+    def bind(self, blocks):
+        block = blocks[self.roles["on"]]
+        self._pointwise = _pointwise.is_structured(block)
+        if self._pointwise:
+            _pointwise.check_points(self, block)
+            return
+        super().bind(blocks)
+
+    def init_sites(self, blocks):
+        if self._pointwise:
+            return {self.roles["on"]: _pointwise.zero_sites(self.n_data)}
+        return super().init_sites(blocks)
+
+    def message(self, block_name, sites, index=None):
+        if self._pointwise:
+            return _pointwise.message(sites, index, self.n_data)
+        return super().message(block_name, sites, index)
+
+    def site_view(self, sites):
+        return _pointwise.site_view(sites, self.roles["on"]) if self._pointwise else super().site_view(sites)
+
     def evaluate(self, q, index=None, rng=None):
+        if self._pointwise:
+            return self._evaluate_pointwise(q, index)
         posterior = q[self.roles["on"]]
         mean = tuple(np.asarray(m) for m in posterior.mean_params)
         data = tuple(self._rows(d, index) for d in self.data)
@@ -65,6 +95,22 @@ class ExpectedLogFactor(SummedSitesFactor):
             targets.append(grads[:, start:start + size].reshape((n_rows,) + shape))
             start += size
         return FactorEval(float(values.sum()), {self.roles["on"]: tuple(targets)})
+
+    def _evaluate_pointwise(self, q, index):
+        """On a structured block: ``E`` and its gradient in each point's ``(E[a_i], E[a_i^2])``."""
+        m, v = _pointwise.marginals(q[self.roles["on"]], index)
+        data = tuple(self._rows(d, index) for d in self.data)
+        first, second = m, m * m + v
+        values = np.asarray(self.expected_log_fn((first, second), *data), dtype=float)
+        if values.shape != m.shape:
+            raise ValueError(f"expected_log must return shape {m.shape}; got {values.shape}")
+
+        def total(mu1, mu2):
+            return self.expected_log_fn((mu1, mu2), *data).sum()
+
+        natural_mean = np.asarray(grad(total, 0)(first, second), float)
+        precision = -2.0 * np.asarray(grad(total, 1)(first, second), float)
+        return FactorEval(float(values.sum()), {self.roles["on"]: (natural_mean, precision)})
 
 
 def _infer_n_data(data, n_data):

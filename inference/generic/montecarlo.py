@@ -23,6 +23,7 @@ from ...expfam import DiagonalGaussian, Gaussian, flatten, unflatten
 
 from ..factor import FactorEval
 from .._summed import SummedSitesFactor
+from . import _pointwise
 from .expected import _infer_n_data
 
 
@@ -37,7 +38,11 @@ class MonteCarloFactor(SummedSitesFactor):
         pairs draw ``s`` and data point ``i`` and the result has shape
         ``(S, N)`` (write it with ``autograd.numpy`` and ``(X * z).sum(-1)``
         rather than ``X @ z``).  For other families it is called once per draw
-        with ``z`` of the block's shape and returns shape (N,).
+        with ``z`` of the block's shape and returns shape (N,).  On a structured
+        Gaussian block (``gp.GP``, ``lds.MarkovGP``, ``lds.LDS``) point ``i``
+        sees the block's value ``a_i``: ``z`` has shape ``(S, N)`` (draw ``s``
+        of ``a_i``) and the result shape ``(S, N)``; the factor then keeps one
+        1-D Gaussian site per point (Bonnet and Price in one dimension).
     on : str
         Name of the block.
     data : tuple of arrays
@@ -64,19 +69,40 @@ class MonteCarloFactor(SummedSitesFactor):
         self.n_data = _infer_n_data(self.data, n_data)
         self.roles = {"on": on}
 
+    _pointwise = False
+
     def bind(self, blocks):
-        super().bind(blocks)
         block = blocks[self.roles["on"]]
+        self._pointwise = _pointwise.is_structured(block)
+        if self._pointwise:
+            _pointwise.check_points(self, block)
+            return
+        super().bind(blocks)
         self._family = block.family
         if block.family in (Gaussian, DiagonalGaussian) and block.prior.batch_shape != ():
             raise ValueError(f"{self.describe()}: a Gaussian block must have batch shape (); "
                              f"got {block.prior.batch_shape}")
 
+    def init_sites(self, blocks):
+        if self._pointwise:
+            return {self.roles["on"]: _pointwise.zero_sites(self.n_data)}
+        return super().init_sites(blocks)
+
+    def message(self, block_name, sites, index=None):
+        if self._pointwise:
+            return _pointwise.message(sites, index, self.n_data)
+        return super().message(block_name, sites, index)
+
+    def site_view(self, sites):
+        return _pointwise.site_view(sites, self.roles["on"]) if self._pointwise else super().site_view(sites)
+
     def evaluate(self, q, index=None, rng=None):
         rng = np.random.default_rng() if rng is None else rng
         data = tuple(self._rows(d, index) for d in self.data)
         posterior = q[self.roles["on"]]
-        if self._family in (Gaussian, DiagonalGaussian):
+        if self._pointwise:
+            estimate, site = self._pointwise_reparameterised(posterior, index, data, rng)
+        elif self._family in (Gaussian, DiagonalGaussian):
             estimate, site = self._reparameterised(posterior, data, rng)
         else:
             estimate, site = self._score_function(posterior, data, rng)
@@ -110,6 +136,24 @@ class MonteCarloFactor(SummedSitesFactor):
             diag_h = np.diagonal(mean_h, axis1=-2, axis2=-1)
             return values.sum(axis=1).mean(), (mean_g - diag_h * m, 0.5 * diag_h)
         return values.sum(axis=1).mean(), (mean_g - mean_h @ m, 0.5 * mean_h)
+
+    def _pointwise_reparameterised(self, posterior, index, data, rng):
+        """Draws ``a_i = m_i + sqrt(v_i) eps`` per point: ``dE/dm = E[g]``, ``dE/dv = E[h] / 2``."""
+        m, v = _pointwise.marginals(posterior, index)
+        draws = m + np.sqrt(v) * rng.standard_normal((self.n_samples, m.shape[0]))     # (S, N)
+        values = np.asarray(self.log_density(draws, *data), float)
+        if values.shape != draws.shape:
+            raise ValueError(f"log_density(a, *data) with a of shape {draws.shape} must return that shape; "
+                             f"got {values.shape}")
+
+        def total(a):
+            return anp.sum(self.log_density(a, *data))
+
+        first = elementwise_grad(total)
+        g = first(draws)
+        h = elementwise_grad(lambda a: anp.sum(first(a)))(draws)
+        site = _pointwise.sites_from_derivatives(m, g.mean(axis=0), 0.5 * h.mean(axis=0))
+        return values.sum(axis=1).mean(), site
 
     def _score_function(self, posterior, data, rng):
         family = self._family
