@@ -65,6 +65,8 @@ class Engine:
         self.stochastic = any(f.stochastic for f in self.factors) or batch_size is not None
         self.learners = [b for b in self.order if self.blocks[b].learns_hyperparameters]
         self._conjugate = {b: all(self.factors[k].conjugate for k in self.touching[b]) for b in self.blocks}
+        # one block whose factors all give targets that do not depend on it: one full step is the optimum
+        self.exact_in_one_step = (not self.stochastic and len(self.order) == 1 and self._conjugate[self.order[0]])
         if self.stochastic and self.learners:
             raise ValueError("hyperparameter learning needs a deterministic fit (no minibatches)")
         self.state = self.controller = self.q = None

@@ -62,6 +62,8 @@ class Loop:
                 self.bar.update(1)
                 self.bar.set_postfix(elbo=f"{elbo:.6g}", rho=f"{rho:.3g}")
             verdict = controller.elbo_test(elbo, previous, accelerated, state.elbo_trace)
+            if engine.exact_in_one_step and rho == 1.0:
+                verdict = CONVERGED     # the targets do not depend on the block: the full step reached the optimum
             stalled = rho == 0.0 and len(shortened) == len(engine.order)
             if verdict == CHECK and shortened:
                 # a small change after a shortened step proves nothing: ask what a full step would do

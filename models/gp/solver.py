@@ -74,6 +74,7 @@ class SitePosterior:
     _sqrt_precision: np.ndarray = None
     _chol: np.ndarray = None  # second route: Cholesky factors of M and K
     _kernel_chol: np.ndarray = None
+    _prior_only: bool = False  # no sites: W = 0
 
     def predictive_var_reduction(self, cross):
         """``diag(k_*^T W k_*)`` for cross-covariances ``cross`` of shape (N, M); returns shape (M,)."""
@@ -93,6 +94,8 @@ class SitePosterior:
 
     def _reduction_factors(self, cross):
         """``(A, C)`` with ``k_*^T W k_* = A^T A - C^T C`` (``C`` is None on the first route)."""
+        if self._prior_only:
+            return np.zeros((1, cross.shape[1])), None
         if self._inv_upper is not None:
             return _apply_inverse_chol(self._inv_upper, self._sqrt_precision[:, None] * cross), None
         whitened = solve_triangular(self._kernel_chol, cross, lower=True, check_finite=False)
@@ -101,6 +104,8 @@ class SitePosterior:
     def w_matrix(self):
         """``W = K^{-1} - K^{-1} Sigma K^{-1}`` (N, N), used for hyperparameter gradients."""
         n = self.mean.shape[0]
+        if self._prior_only:
+            return np.zeros((n, n))
         if self._inv_upper is not None:
             # S B^{-1} S with B^{-1} = U^{-1} U^{-T}, one BLAS dsyrk (upper triangle); LAPACK's
             # dlauum would need a third of the flops but OpenBLAS threads it badly at small N
@@ -141,6 +146,9 @@ def site_posterior(K, natural_mean, precision, jitter=1e-10):
     efvi.inference.InvalidPosterior
         If the sites make the posterior covariance non-positive-definite.
     """
+    if not (np.any(precision) or np.any(natural_mean)):     # no sites: the prior itself, no factorisation
+        n = precision.shape[0]
+        return SitePosterior(np.zeros(n), np.diag(K).copy(), 0.0, np.zeros(n), 0.0, _prior_only=True)
     if np.any(precision < 0):
         return _indefinite_route(K, natural_mean, precision, jitter)
     return _nonnegative_route(K, natural_mean, precision)

@@ -260,3 +260,20 @@ def test_small_noise_regression_elbo_is_the_evidence(kernel, noise):
     assert fit.elbo == pytest.approx(ref["lml"], rel=30 * ref["accuracy"], abs=1e-9)
     np.testing.assert_allclose(fit.posterior["f"].mean, ref["mean"], rtol=0,
                                atol=ref["accuracy"] * np.max(np.abs(y)))
+
+
+def test_no_sites_give_the_prior_without_a_factorisation():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(30, 2))
+    K = np.exp(-0.5 * np.sum((X[:, None] - X[None]) ** 2, axis=-1)) + 1e-8 * np.eye(30)
+    zeros = np.zeros(30)
+    shortcut = solver.site_posterior(K, zeros, zeros)
+    general = solver._nonnegative_route(K, zeros, zeros)       # the same numbers through B = I
+    for name in ("mean", "var", "alpha"):
+        np.testing.assert_allclose(getattr(shortcut, name), getattr(general, name), atol=1e-15)
+    assert shortcut.log_normaliser == pytest.approx(general.log_normaliser, abs=1e-12) == 0.0
+    assert shortcut.kl == pytest.approx(general.kl, abs=1e-12) == 0.0
+    cross = rng.normal(size=(30, 4))
+    np.testing.assert_allclose(shortcut.predictive_var_reduction(cross), general.predictive_var_reduction(cross),
+                               atol=1e-12)
+    np.testing.assert_allclose(shortcut.w_matrix(), general.w_matrix(), atol=1e-12)
