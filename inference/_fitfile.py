@@ -94,7 +94,10 @@ def _layout(result):
             posterior[name] = {"kind": "expfam", "family": type(q).name}
             parts = q.natural
         else:
-            posterior[name] = {"kind": "marginals", "family": type(q).__name__}
+            # a structured block's messages are per-point sites: say how many points it has
+            sizes = [np.shape(m[name][0])[0] for m in state.messages if name in m]
+            posterior[name] = {"kind": "marginals", "family": type(q).__name__,
+                               "points": int(sizes[0]) if sizes else int(np.shape(q.mean)[0])}
             parts = (q.mean, q.var)
         for j, a in enumerate(parts):
             arrays[f"posterior/{i}/{j}"] = np.asarray(a, dtype=float)
@@ -258,8 +261,10 @@ class _Reader:
         posterior, shapes = {}, {}
         for i, (name, kind) in enumerate(spec.items()):
             entry = f"__meta__.posterior[{name!r}]"
-            self.check(isinstance(kind, dict) and set(kind) == {"kind", "family"} and isinstance(kind["family"], str),
-                       entry, f"must be an object with 'kind' and 'family' (a name); got {kind!r}")
+            keys = {"kind", "family", "points"} if isinstance(kind, dict) and kind.get("kind") == "marginals" \
+                else {"kind", "family"}
+            self.check(isinstance(kind, dict) and set(kind) == keys and isinstance(kind["family"], str), entry,
+                       f"must be an object with {sorted(keys)} (the family a name); got {kind!r}")
             if kind["kind"] == "expfam":
                 try:
                     family = expfam.get(kind["family"])
@@ -276,8 +281,11 @@ class _Reader:
                 self.check(mean.ndim == 1 and var.shape == mean.shape, f"posterior/{i}",
                            f"must be a mean and a variance of one shape (N,); got {mean.shape} and {var.shape}")
                 self.check(np.all(var > 0), f"posterior/{i}/1", "must hold positive variances")
+                points = kind["points"]
+                self.check(_is_int(points) and points >= 1, f"{entry}.points", f"must be a positive integer; got "
+                                                                              f"{points!r}")
                 posterior[name] = Marginals(mean, var)
-                shapes[name] = [mean.shape, mean.shape]
+                shapes[name] = [(points,), (points,)]                  # the per-point sites of its factors
             else:
                 self.fail(entry, f"has kind {kind['kind']!r}; expected 'expfam' or 'marginals'")
         return posterior, shapes
@@ -314,7 +322,7 @@ class _Reader:
                 parts = tuple(self.array(f"messages/{k}/{i}/{j}") for j in range(n_parts))
                 got = [p.shape for p in parts]
                 self.check(got == shapes[b], f"messages/{k}/{i}",
-                           f"must have the shapes of block {b!r}'s natural parameters {shapes[b]}; got {got}")
+                           f"must have the shapes of block {b!r}'s messages {shapes[b]}; got {got}")
                 by_block[b] = parts
             messages.append(by_block)
         return messages

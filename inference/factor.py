@@ -97,6 +97,16 @@ class Factor:
             )
         return block
 
+    def replace_block(self, block):
+        """A block to use instead of ``block`` when this factor is the only one touching it, or None (default).
+
+        A factor that knows how the block's points see it can take over the
+        conjugate computation (the GLM solves a weight block through the
+        N x N Gram matrix when it has fewer rows than columns).  The model
+        calls this once, when it is built, and binds the factor again.
+        """
+        return None
+
     def init_sites(self, blocks):
         """Zero sites (the fit starts at the prior): block name -> tuple of arrays with leading dimension ``n_data``."""
         raise NotImplementedError

@@ -60,6 +60,12 @@ class Model:
                         f"block; known blocks: {', '.join(map(repr, self.blocks))}"
                     )
             factor.bind({b: self.blocks[b] for b in factor.block_names})
+        for name, block in list(self.blocks.items()):
+            touching = [f for f in factors if name in f.block_names]
+            replacement = touching[0].replace_block(block) if len(touching) == 1 else None
+            if replacement is not None:
+                self.blocks[name] = replacement
+                touching[0].bind({b: self.blocks[b] for b in touching[0].block_names})
         self.factors = factors
 
     def fit(self, *, step=None, max_iter=200, tol=1e-8, batch_size=None, minibatch="svi",

@@ -12,6 +12,10 @@ i.e. the message to a full-covariance Gaussian block is
 of the posterior precision.  Each of the two reads ``X`` once, in cache-sized blocks
 of rows (:mod:`efvi.models.glm._linalg`).
 
+With fewer rows than columns (N < D) and a full Gaussian block that only
+this factor touches, the model solves in the N-space instead
+(:mod:`efvi.models.glm.dual`): no D x D matrix is factorised.
+
 For a DiagonalGaussian block (mean field over weights) the natural gradient of
 ``E[log p(y_i | a_i)]`` with respect to the diagonal mean parameters
 ``(m_d, m_d^2 + v_d)`` is ``(x_i g_m + m * x_i^2 pi_i, -x_i^2 pi_i / 2)``; its first
@@ -27,6 +31,7 @@ from ...expfam.checks import as_float
 from ..sites import GaussianSiteFactor
 from ._informed import informed_weights
 from ._linalg import gram_and_projection, marginals
+from .dual import DualWeights
 
 
 class GLM(GaussianSiteFactor):
@@ -63,11 +68,21 @@ class GLM(GaussianSiteFactor):
                 f"{self.X.shape[1]} (columns of X); got batch {block.prior.batch_shape}, dimension {dim}"
             )
         self.diagonal = block.family is DiagonalGaussian
+        self.dual = isinstance(block, DualWeights)
+
+    def replace_block(self, block):
+        """The dual route (:mod:`efvi.models.glm.dual`) for a full Gaussian block when N < D."""
+        if block.family is Gaussian and not isinstance(block, DualWeights) and self.X.shape[0] < self.X.shape[1]:
+            return DualWeights(block.name, block.prior, self.X)
+        return None
 
     def _rows(self, index):
         return self.X if index is None else self.X[index]
 
     def _marginals(self, q, index):
+        if self.dual:
+            points = q.points
+            return (points.mean, points.var) if index is None else (points.mean[index], points.var[index])
         X = self._rows(index)
         if self.diagonal:
             return X @ q.mean, (X * X) @ q.var
@@ -99,6 +114,12 @@ class GLM(GaussianSiteFactor):
         return (natural_mean, precision, X * g_m[:, None] + (X * X) * precision[:, None] * weights)
 
     def _message(self, sites, index):
+        if self.dual:       # the block solves in the N-space: the message is the sites themselves
+            if index is None:
+                return (sites[0], sites[1])
+            full = (np.zeros(self.n_data), np.zeros(self.n_data))
+            full[0][index], full[1][index] = sites[0], sites[1]
+            return full
         X = self._rows(index)
         natural_mean, precision = sites[0], sites[1]
         if self.diagonal:
