@@ -1,4 +1,12 @@
-"""Checks of the arguments of ``from_natural``, ``logpdf`` and ``kl``, for every family.
+"""Checks of the arguments of the class-level maps, ``from_natural``, ``logpdf`` and ``kl``, for every family.
+
+Parameter arguments.  Every class-level map of a family (``natural_to_mean``,
+``log_partition``, ``from_natural``, ... :data:`PARAMETER_ARGUMENTS`) reads its
+parameter arguments with :func:`parameter_parts`: a tuple or list is the
+parameter tuple and must have one array per part; for a family with one part
+any other value (a bare array, a scalar, an autograd box) is that part, batched
+as it stands; for a family with several parts it is an error naming the
+argument, so that a bare array is never read as its own rows.
 
 A natural-parameter tuple has one array per part, with a common batch shape,
 finite entries and a value inside the family's natural parameter space; an
@@ -12,9 +20,105 @@ broadcasts.  Mismatches raise a ``ValueError`` naming the argument, the
 expected shape and the received one, instead of numpy's broadcast message.
 """
 
+import functools
+import inspect
+
 import numpy as np
+from autograd.tracer import getval, isbox
 
 from .checks import _describe, as_float
+
+PARAMETER_ARGUMENTS = {
+    "log_partition": ("natural",),
+    "natural_to_mean": ("natural",),
+    "mean_to_natural": ("mean",),
+    "fisher": ("natural",),
+    "fisher_vp": ("natural", "vector"),
+    "is_valid_natural": ("natural",),
+    "is_valid_mean": ("mean",),
+    "expected_log_base_measure": ("natural",),
+    "inner": ("natural", "stats"),
+    "batch_shape_of": ("params",),
+    "check_natural": ("natural",),
+    "from_natural": ("natural",),
+    "from_valid_natural": ("natural",),
+    "from_mean_params": ("mean",),
+}
+"""The class-level maps of a family and the names of their leading parameter arguments."""
+
+
+def _is_tuple(params):
+    """Whether ``params`` is a parameter tuple: a tuple or list, or autograd's box of one."""
+    return isinstance(params, (tuple, list)) or (isbox(params) and isinstance(getval(params), (tuple, list)))
+
+
+def parameter_parts(cls, params, name):
+    """``params`` as a parameter tuple of the family ``cls`` (the parts themselves are not converted).
+
+    Parameters
+    ----------
+    cls : type
+        The family.
+    params : tuple or list of array_like, or array_like
+        A parameter tuple, or for a family with one part, that part alone.
+    name : str
+        The argument's name, for the error message.
+
+    Returns
+    -------
+    tuple, or autograd's box of a tuple (which indexes like one)
+
+    Raises
+    ------
+    ValueError
+        Naming ``name`` if a tuple has the wrong number of parts, or if
+        ``params`` is not a tuple and the family has several parts.
+    """
+    count = len(cls.param_names)
+    if _is_tuple(params):
+        if len(params) != count:
+            raise ValueError(
+                f"{name} for {cls.__name__} must be a tuple of {count} array{'s' if count > 1 else ''} "
+                f"({', '.join(cls.param_names)}); got a {type(params).__name__} of length {len(params)}"
+            )
+        return params if type(params) is tuple or isbox(params) else tuple(params)
+    if count == 1:
+        return (params,)
+    shape = f" of shape {np.shape(params)}" if not isbox(params) else ""
+    raise ValueError(
+        f"{name} for {cls.__name__} must be a tuple of {count} arrays ({', '.join(cls.param_names)}); "
+        f"got a bare {type(params).__name__}{shape}"
+    )
+
+
+def reads_parameter_tuples(function, arguments):
+    """Wrap the class-level map ``function(cls, ...)`` so that its leading ``arguments`` go through
+    :func:`parameter_parts` (by position or by keyword)."""
+    count = len(arguments)
+
+    @functools.wraps(function)
+    def wrapper(cls, *args, **kwargs):
+        if count == 1 and args and type(args[0]) is tuple and len(args[0]) == len(cls.param_names):
+            return function(cls, *args, **kwargs)                 # the common case, without copies
+        args = list(args)
+        for position, name in enumerate(arguments):
+            if position < len(args):
+                args[position] = parameter_parts(cls, args[position], name)
+            elif name in kwargs:
+                kwargs[name] = parameter_parts(cls, kwargs[name], name)
+        return function(cls, *args, **kwargs)
+
+    wrapper.reads_parameter_tuples = True
+    return wrapper
+
+
+def read_parameter_tuples(cls):
+    """Make every class-level map of the family ``cls`` (:data:`PARAMETER_ARGUMENTS`) read its
+    parameter arguments with :func:`parameter_parts`, wherever in its bases the map is defined."""
+    for method, arguments in PARAMETER_ARGUMENTS.items():
+        found = inspect.getattr_static(cls, method, None)
+        if isinstance(found, classmethod) and not getattr(found.__func__, "reads_parameter_tuples", False):
+            setattr(cls, method, classmethod(reads_parameter_tuples(found.__func__, arguments)))
 
 
 def check_parameter_tuple(cls, params, name):

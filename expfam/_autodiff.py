@@ -1,6 +1,11 @@
-"""Fisher information by automatic differentiation, for families without a closed form.
+"""Mean parameters and Fisher information by automatic differentiation of the log-partition.
 
-The Fisher information in flattened coordinates is the Hessian of the
+These are the derived maps of :class:`efvi.expfam.ExponentialFamily`, used by
+families without closed forms and as the reference every closed form is
+tested against.  The mean parameters are the gradient of the log-partition:
+since the batch elements are independent, the gradient of
+:math:`\\sum_b A(\\lambda_b)` holds every element's gradient, in one reverse
+pass.  The Fisher information in flattened coordinates is the Hessian of the
 log-partition.  For a batch of ``B`` distributions with ``P`` flattened natural
 parameters, the Hessian of :math:`\\sum_b A(\\lambda_b)` is block diagonal, so
 one Hessian-vector product with the ``j``-th unit vector repeated over the batch
@@ -25,6 +30,36 @@ def _unflatten(flat, shapes):
     return tuple(parts)
 
 
+def broadcast_parts(params, event_ndims):
+    """The parts of ``params`` as float arrays with their batch shapes broadcast to a common one."""
+    params = tuple(np.asarray(p, dtype=float) for p in params)
+    batches = [p.shape[:p.ndim - k] for p, k in zip(params, event_ndims)]
+    batch = np.broadcast_shapes(*batches)
+    if all(b == batch for b in batches):
+        return params
+    return tuple(np.array(np.broadcast_to(p, batch + p.shape[p.ndim - k:])) for p, k in zip(params, event_ndims))
+
+
+def gradient_of_log_partition(log_partition, natural, event_ndims):
+    """Gradient of ``log_partition`` at each batch element: the mean parameters ``grad A(lambda)``.
+
+    Parameters
+    ----------
+    log_partition : callable(tuple of arrays) -> array, shape ``batch``
+        Written with ``autograd.numpy``.
+    natural : tuple of arrays
+        Part ``j`` has shape ``batch_j + event_j``; the batch shapes broadcast.
+    event_ndims : tuple of int
+
+    Returns
+    -------
+    tuple of float arrays, part ``j`` of shape ``batch + event_j`` (the broadcast batch)
+    """
+    natural = broadcast_parts(natural, event_ndims)
+    gradient = autograd.grad(lambda nat: anp.sum(log_partition(nat)))(natural)
+    return tuple(np.asarray(g, dtype=float) for g in gradient)
+
+
 def hessian_of_log_partition(log_partition, natural, event_ndims):
     """Hessian of ``log_partition`` at each batch element, in flattened coordinates.
 
@@ -33,14 +68,14 @@ def hessian_of_log_partition(log_partition, natural, event_ndims):
     log_partition : callable(tuple of arrays) -> array, shape ``batch``
         Written with ``autograd.numpy``.
     natural : tuple of arrays
-        Part ``j`` has shape ``batch + event_j``.
+        Part ``j`` has shape ``batch_j + event_j``; the batch shapes broadcast.
     event_ndims : tuple of int
 
     Returns
     -------
     array, shape ``batch + (P, P)``, with ``P`` the flattened size (:func:`efvi.expfam.flatten`).
     """
-    natural = tuple(np.asarray(p, dtype=float) for p in natural)
+    natural = broadcast_parts(natural, event_ndims)
     shapes = tuple(tuple(p.shape[p.ndim - k:]) if k else () for p, k in zip(natural, event_ndims))
     flat = _params.flatten(natural, event_ndims)
 

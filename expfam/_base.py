@@ -4,28 +4,44 @@ A family is
 
 .. math:: q(z) = h(z) \\exp(\\langle \\lambda, \\phi(z) \\rangle - A(\\lambda)),
 
-in a minimal representation.  A subclass supplies the pure maths on parameter
-tuples (``sufficient_stats``, ``log_base_measure``, ``log_partition``,
-``natural_to_mean``, ``mean_to_natural``, ``fisher``, ``is_valid_natural``,
-``_sample``) and readable constructors.  Everything else -- validation, batch
-and event shapes, ``logpdf``, ``entropy`` and ``kl`` -- is derived here once,
-from the log-partition:
+in a minimal representation.  A subclass supplies its log-partition
+``log_partition`` (written with ``autograd.numpy``), its sufficient statistics
+``sufficient_stats``, its base measure ``log_base_measure`` (default
+:math:`h = 1`), its support ``in_support`` (default: every point), its natural
+parameter space ``is_valid_natural``, and readable names: ``name``,
+``param_names``, ``event_ndims``, ``sample_ndim`` and a constructor
+(``docs/add_a_family.md`` lists this contract with a worked example).
+Everything else is derived here once, from the log-partition:
 
 .. math::
+
+    \\mu = \\nabla A(\\lambda), \\qquad F(\\lambda) = \\nabla^2 A(\\lambda), \\qquad
+    \\lambda = (\\nabla A)^{-1}(\\mu),
 
     H[q] = A(\\lambda) - \\langle \\lambda, \\mu \\rangle - E_q[\\log h(z)], \\qquad
     KL(q \\| p) = A(\\lambda_p) - A(\\lambda_q) - \\langle \\lambda_p - \\lambda_q, \\mu_q \\rangle,
 
-the Bregman divergence of ``A``.  A family with a closed form free of the
-cancellation in these differences overrides :meth:`ExponentialFamily.entropy`
-or ``_kl``; the checks of ``other`` stay here.  ``logpdf`` is ``-inf`` outside
-the support, which a family declares with :meth:`ExponentialFamily.in_support`.
+the mean parameters and the Fisher information by autograd
+(:mod:`efvi.expfam._autodiff`), the inverse map by a safeguarded Newton solve
+(:mod:`efvi.expfam._newton`), the KL divergence as the Bregman divergence of
+``A``, together with validation, batch and event shapes and ``logpdf``.  A
+family with closed forms overrides ``natural_to_mean``, ``mean_to_natural``,
+``fisher``, :meth:`ExponentialFamily.entropy` or ``_kl`` (the checks of
+``other`` stay here), and the contract tests compare every closed form with
+the derived route.  ``logpdf`` is ``-inf`` outside the support.
+
+Every class-level map (``natural_to_mean``, ``log_partition``,
+``from_natural``, ...: :data:`efvi.expfam._arguments.PARAMETER_ARGUMENTS`),
+whether defined here or by a family, reads its parameter arguments with
+:func:`efvi.expfam._arguments.parameter_parts`: a family with one part takes
+that part as a bare array as well as in a 1-tuple, and a family with several
+raises a ``ValueError`` for a bare array instead of reading its rows as parts.
 """
 
 import numpy as np
 
-from . import _params
-from ._arguments import check_draw, check_kl_other, check_parameter_tuple
+from . import _autodiff, _newton, _params
+from ._arguments import check_draw, check_kl_other, check_parameter_tuple, read_parameter_tuples
 from .checks import as_float
 
 
@@ -53,6 +69,10 @@ class ExponentialFamily:
     sample_ndim = 0
     draw_parts = ()
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        read_parameter_tuples(cls)
+
     # ------------------------------------------------------------------ pure maths
     @classmethod
     def sufficient_stats(cls, z):
@@ -61,16 +81,24 @@ class ExponentialFamily:
 
     @classmethod
     def log_base_measure(cls, z):
-        """``log h(z)``, shape ``batch``."""
-        raise NotImplementedError(f"{cls.__name__}.log_base_measure")
+        """``log h(z)``, shape ``z``'s leading (sample + batch) shape; zero (``h = 1``) unless overridden."""
+        draw = z[0] if cls.draw_parts else z
+        return np.zeros(np.shape(draw)[: np.ndim(draw) - cls.sample_ndim])
 
     @classmethod
     def expected_log_base_measure(cls, natural):
-        """``E_q[log h(z)]``; zero unless the family overrides it.
+        """``E_q[log h(z)]``, shape ``batch``, which the generic entropy needs.
 
-        The generic entropy needs it.  Families whose ``h`` is constant return
-        that constant; others compute the expectation in closed form.
+        Zero for a family that keeps the default ``h = 1``; a family with another
+        base measure must override this too (in closed form, or by a series for
+        the Poisson's ``E log z!``), and otherwise gets a ``NotImplementedError``
+        rather than a wrong entropy.
         """
+        if getattr(cls.log_base_measure, "__func__", None) is not ExponentialFamily.log_base_measure.__func__:
+            raise NotImplementedError(
+                f"{cls.__name__} has a base measure h(z) other than 1: define "
+                f"{cls.__name__}.expected_log_base_measure (E_q[log h(z)]) for its entropy"
+            )
         return np.zeros(cls.batch_shape_of(natural))
 
     @classmethod
@@ -80,22 +108,41 @@ class ExponentialFamily:
 
     @classmethod
     def natural_to_mean(cls, natural):
-        """Mean parameters ``mu = grad A(lambda)``."""
-        raise NotImplementedError(f"{cls.__name__}.natural_to_mean")
+        """Mean parameters ``mu = grad A(lambda)``, by autograd unless the family has a closed form.
+
+        Returns
+        -------
+        tuple of float arrays shaped like ``natural`` (batch shapes broadcast)
+        """
+        return _autodiff.gradient_of_log_partition(cls.log_partition, natural, cls.event_ndims)
 
     @classmethod
     def mean_to_natural(cls, mean):
-        """Natural parameters ``lambda = (grad A)^{-1}(mu)``."""
-        raise NotImplementedError(f"{cls.__name__}.mean_to_natural")
+        """Natural parameters ``lambda = (grad A)^{-1}(mu)``, by Newton's method unless the family has a closed form.
+
+        The safeguarded Newton solve of :mod:`efvi.expfam._newton` on
+        ``A(lambda) - <lambda, mu>``, with the family's ``natural_to_mean`` and
+        ``fisher``; every iterate stays in the natural parameter space.
+
+        Raises
+        ------
+        ValueError
+            Naming ``mean[i]`` for a malformed part, or ``mean`` outside :meth:`is_valid_mean`.
+        efvi.expfam.ConvergenceError
+            If the solve does not converge for some batch element (mean parameters
+            on the boundary of the mean parameter space, or beyond it).
+        """
+        return _newton.mean_to_natural(cls, mean)
 
     @classmethod
     def fisher(cls, natural):
         """Fisher information ``hess A(lambda)`` in flattened coordinates, shape ``batch + (P, P)``.
 
-        The flattening is :func:`efvi.expfam.flatten`: parts concatenated in order,
-        matrix parts row-major over all their entries.
+        By autograd unless the family has a closed form.  The flattening is
+        :func:`efvi.expfam.flatten`: parts concatenated in order, matrix parts
+        row-major over all their entries.
         """
-        raise NotImplementedError(f"{cls.__name__}.fisher")
+        return _autodiff.hessian_of_log_partition(cls.log_partition, natural, cls.event_ndims)
 
     @classmethod
     def fisher_vp(cls, natural, vector):
@@ -108,6 +155,17 @@ class ExponentialFamily:
     def is_valid_natural(cls, natural):
         """Boolean array, shape ``batch``: whether ``lambda`` lies in the natural parameter space."""
         raise NotImplementedError(f"{cls.__name__}.is_valid_natural")
+
+    @classmethod
+    def is_valid_mean(cls, mean):
+        """Boolean array, shape ``batch``: whether ``mu`` lies in the mean parameter space.
+
+        Every finite ``mu`` by default; a family declares its mean parameter
+        space (with :meth:`_mean_domain_description`) so that the derived
+        :meth:`mean_to_natural` rejects impossible moments by name instead of
+        failing to converge.
+        """
+        return np.ones(cls.batch_shape_of(mean), dtype=bool)
 
     @classmethod
     def in_support(cls, z):
@@ -157,6 +215,20 @@ class ExponentialFamily:
         """Family hook: one sentence saying what the natural parameter space is."""
         return "see the family's docstring for its natural parameter space"
 
+    @classmethod
+    def _mean_domain_description(cls):
+        """Family hook: one sentence saying what the mean parameter space is (see :meth:`is_valid_mean`)."""
+        return "see the family's docstring for its mean parameter space"
+
+    @classmethod
+    def _newton_start(cls, mean):
+        """Family hook: natural parameters inside the natural parameter space at which the derived
+        :meth:`mean_to_natural` starts, parts broadcasting against ``mean``'s batch.
+
+        By default a fixed point found once (:func:`efvi.expfam._newton.standard_start`).
+        """
+        return _newton.standard_start(cls, tuple(p.shape[p.ndim - k:] for p, k in zip(mean, cls.event_ndims)))
+
     # ------------------------------------------------------------------ objects
     def __init__(self, *args, **kwargs):
         raise TypeError(
@@ -190,13 +262,7 @@ class ExponentialFamily:
 
     @classmethod
     def from_mean_params(cls, mean):
-        """Build a distribution from mean parameters ``mu = E[phi(z)]``."""
-        if not isinstance(mean, (tuple, list)) or len(mean) != len(cls.param_names):
-            raise ValueError(
-                f"mean for {cls.__name__} must be a tuple of {len(cls.param_names)} arrays; got "
-                + (f"a {type(mean).__name__} of length {len(mean)}" if isinstance(mean, (tuple, list))
-                   else type(mean).__name__)
-            )
+        """Build a distribution from mean parameters ``mu = E[phi(z)]`` (a tuple; one part may come bare)."""
         mean = tuple(as_float(p, f"mean[{i}]") for i, p in enumerate(mean))
         return cls.from_natural(cls.mean_to_natural(mean))
 
@@ -370,3 +436,6 @@ class ExponentialFamily:
 
     def __repr__(self):
         return f"{type(self).__name__}(batch_shape={self.batch_shape})"
+
+
+read_parameter_tuples(ExponentialFamily)

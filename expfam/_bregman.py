@@ -273,6 +273,30 @@ def _binet_below(x):
     return np.where(low, (below + 0.5) * np.log1p(1.0 / below) - 1.0 + shifted, shifted)
 
 
+def binet(x):
+    """Binet's function ``R(x) = log Gamma(x) - (x - 1/2) log x + x - log(2 pi) / 2`` for ``x > 0``.
+
+    Stirling's series from ``ASYMPTOTIC_MIN`` on, the shifted recurrence of
+    :func:`_binet_below` below it (module docstring): a few ``eps`` relative.
+
+    Parameters
+    ----------
+    x : array_like, any shape, > 0
+
+    Returns
+    -------
+    ndarray, same shape
+    """
+    x = np.asarray(x, dtype=float)
+    big = x >= ASYMPTOTIC_MIN
+    if big.all():
+        return _stirling(x)[0]
+    small = _binet_below(np.where(big, 1.0, x))
+    if not big.any():
+        return small
+    return np.where(big, _stirling(np.where(big, x, ASYMPTOTIC_MIN))[0], small)
+
+
 def _binet_direct(c, a, h):
     """``D_R(c, a) = R(c) - R(a) - (c - a) R'(a)`` for ``c < ASYMPTOTIC_MIN <= a``, ``c <= a / 2``."""
     binet_a, slope_a = _stirling(a)

@@ -22,11 +22,12 @@ The forward Dirichlet map is computed here too, without the cancellation of
 import numpy as np
 
 from . import _kernels
+from ._newton import ConvergenceError
 
 
 def _check_converged(failed, total, what):
     if failed:
-        raise RuntimeError(
+        raise ConvergenceError(
             f"{what} did not converge within {_kernels.MAX_ITER} iterations for {failed} of "
             f"{total} inputs; please report this with the inputs"
         )

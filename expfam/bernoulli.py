@@ -77,11 +77,6 @@ class Bernoulli(ExponentialFamily):
         return (np.asarray(z, dtype=float),)
 
     @classmethod
-    def log_base_measure(cls, z):
-        """Zero (``h = 1``), shape ``z.shape``."""
-        return np.zeros(np.shape(z))
-
-    @classmethod
     def log_partition(cls, natural):
         """``softplus(lambda) = log(1 + e^lambda)``; autograd-differentiable, shape ``batch``."""
         return anp.logaddexp(0.0, natural[0])

@@ -84,11 +84,6 @@ class Beta(ExponentialFamily):
             return np.log(z), np.log1p(-z)
 
     @classmethod
-    def log_base_measure(cls, z):
-        """Zero (``h = 1``), shape ``z.shape``."""
-        return np.zeros(np.shape(z))
-
-    @classmethod
     def log_partition(cls, natural):
         """``log B(a, b)``; autograd-differentiable, shape ``batch``."""
         return Dirichlet.log_partition(_stacked(natural, anp.stack))

@@ -201,11 +201,6 @@ class Categorical(ExponentialFamily):
         return type(self).sufficient_stats(z, self.num_classes)
 
     @classmethod
-    def log_base_measure(cls, z):
-        """Zero (``h = 1``), shape ``z.shape``."""
-        return np.zeros(np.shape(z))
-
-    @classmethod
     def log_partition(cls, natural):
         """``log(1 + sum_k exp(lambda_k))``; autograd-differentiable, shape ``batch``."""
         if traced(natural[0]):

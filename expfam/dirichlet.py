@@ -119,11 +119,6 @@ class Dirichlet(ExponentialFamily):
             return (np.log(z),)
 
     @classmethod
-    def log_base_measure(cls, z):
-        """Zero (``h = 1``), shape ``z.shape[:-1]``."""
-        return np.zeros(np.shape(z)[:-1])
-
-    @classmethod
     def log_partition(cls, natural):
         """``sum_k log Gamma(alpha_k) - log Gamma(alpha_0)``; autograd-differentiable, shape ``batch``."""
         alpha = natural[0] + 1.0

@@ -126,11 +126,6 @@ class Gamma(ExponentialFamily):
             return np.log(z), z
 
     @classmethod
-    def log_base_measure(cls, z):
-        """Zero (``h = 1``), shape ``z.shape``."""
-        return np.zeros(np.shape(z))
-
-    @classmethod
     def log_partition(cls, natural):
         """``log Gamma(a) - a log b``; autograd-differentiable, shape ``batch``."""
         shape = natural[0] + 1.0

@@ -257,11 +257,6 @@ class Wishart(ExponentialFamily):
         return _linalg.logdet_from_cholesky(chol), z
 
     @classmethod
-    def log_base_measure(cls, z):
-        """Zero (the base measure is 1), shape ``z.shape[:-2]``."""
-        return np.zeros(np.shape(z)[:-2])
-
-    @classmethod
     def log_partition(cls, natural):
         """``A(lambda)``; autograd-differentiable."""
         df, scale_inv = cls._df_and_scale_inv(natural)

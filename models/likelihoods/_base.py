@@ -12,20 +12,23 @@ from which the engine forms the 1-D Gaussian site
 :math:`\pi_i = -2\,\partial E_i/\partial v_i`,
 :math:`\gamma_i = \partial E_i/\partial m_i + \pi_i m_i`.
 
-A subclass declares its maths as three compiled scalar functions (see
-:mod:`efvi.models.likelihoods._kernels`): ``_log_lik`` (the :math:`a`-dependent part
-of :math:`\log p` and two derivatives), ``_log_base`` (the rest) and
-``_moments`` (:math:`\mathbb E[y \mid a]`, :math:`\operatorname{Var}[y \mid a]`),
-plus its global parameters (``_params``), its per-point parameter
-(``_per_point``), and its support (``support``, ``_outside_support``).  This
-class then provides validation, Gauss-Hermite expectations, predictions and
-pointwise log densities generically.  A likelihood whose expectations have no
-closed form also declares its own compiled expectations kernel
-(``_expectations_kernel``, a few lines, see :mod:`._kernels`): the shared one
-costs about 60 us more per call, and more per node.  A closed form overrides a
+A compiled likelihood declares its maths as three compiled scalar functions
+(see :mod:`efvi.models.likelihoods._kernels`): ``_log_lik`` (the
+:math:`a`-dependent part of :math:`\log p` and two derivatives), ``_log_base``
+(the rest) and ``_moments`` (:math:`\mathbb E[y \mid a]`,
+:math:`\operatorname{Var}[y \mid a]`), plus its global parameters
+(``_params``), its per-point parameter (``_per_point``), and its support
+(``support``, ``_outside_support``).  This class then provides validation,
+Gauss-Hermite expectations, predictions and pointwise log densities
+generically.  A likelihood whose expectations have no closed form also
+declares its own compiled expectations kernel (``_expectations_kernel``, a
+few lines, see :mod:`._kernels`): the shared one costs about 60 us more per
+call, and more per node.  A distribution with a link gets all of these from
+the pair (:mod:`._linked`, :mod:`._pairs`).  A closed form overrides a
 private method (``_variational_expectations``, ``_predict_mean_var``,
 ``_predict_log_density``); the ``_quadrature_*`` routes stay available so that
-every closed form can be tested against them.
+every closed form can be tested against them.  :class:`.custom.Custom`
+implements the same private methods in numpy for a Python log density.
 """
 
 import functools
@@ -156,9 +159,11 @@ class Likelihood:
         """
         if self.per_point_name is None:
             raise ValueError(f"{type(self).__name__} has no per-point parameter")
-        # by convention the per-point parameter is the constructor keyword of that name, and
-        # n_points is the constructor's only other argument for these likelihoods
-        return type(self)(**{self.per_point_name: value}, n_points=self.n_points)
+        # by convention the constructor's keywords are the per-point parameter, the other
+        # ``_repr_fields`` (e.g. the link) and n_points
+        arguments = {name: getattr(self, name) for name in self._repr_fields}
+        arguments[self.per_point_name] = value
+        return type(self)(**arguments, n_points=self.n_points)
 
     def initial_latent(self, y):
         """A data-based guess of each ``a_i`` for the first sites, or None to start from empty sites.

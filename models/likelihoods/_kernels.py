@@ -26,7 +26,8 @@ it follows agree to rounding (Price's :math:`\tfrac12 \sum_k w_k \ell''` differs
 from them by the quadrature error, which stalls an ELBO-checked step size).
 The symmetric nodes are summed in pairs, :math:`z_k (\ell'(m + s z_k) - \ell'(m - s z_k))`,
 so the :math:`v` derivative has no cancellation as :math:`v \to 0`, where it
-tends to Price's form.  Each point's rule comes from the adaptive ladder of
+tends to Price's form (used where that sum is NaN: :math:`\ell'` infinite at
+both nodes of a pair, when :math:`e^{a}` overflows).  Each point's rule comes from the adaptive ladder of
 :mod:`efvi.models.likelihoods._quadrature`.  A NaN :math:`y_i` is a missing observation: its three
 outputs are exactly 0.
 
@@ -86,6 +87,37 @@ INLINED = dict(_UNCACHED, inline="always")
 
 
 @numba.jit(**INLINED)
+def _node_sums(log_lik, y, c, params, m, scale, nodes, weights, r, size, price):
+    """``sum_k w_k ell(a_k)``, ``sum_k w_k ell'(a_k)`` and, with ``price``, ``sum_k w_k ell''(a_k)``, else the
+    paired ``sum_k w_k z_k (ell'(m + s z_k) - ell'(m - s z_k))`` over rung ``r`` (``size`` nodes).
+
+    The sum that is not needed is not computed: the compiler drops ``ell''`` where it goes unused.
+    """
+    e = 0.0
+    g = 0.0
+    v = 0.0
+    for k in range(size // 2):
+        z = nodes[r, k]
+        w = weights[r, k]
+        ell_lo, d1_lo, d2_lo = log_lik(y, m + scale * z, c, params)
+        ell_hi, d1_hi, d2_hi = log_lik(y, m - scale * z, c, params)
+        e += w * (ell_lo + ell_hi)
+        g += w * (d1_lo + d1_hi)
+        if price:
+            v += w * (d2_lo + d2_hi)
+        else:
+            v += w * z * (d1_lo - d1_hi)
+    if size % 2 == 1:
+        ell, d1, d2 = log_lik(y, m, c, params)
+        w = weights[r, size // 2]
+        e += w * ell
+        g += w * d1
+        if price:
+            v += w * d2
+    return e, g, v
+
+
+@numba.jit(**INLINED)
 def gauss_hermite_point(log_lik, y, c, params, m, scale, nodes, weights, counts, sd_edges, price_below):
     """``(sum_k w_k ell(a_k), dE/dm, dE/dv)`` of one point with ``scale = sqrt(v) >= 0``; see the module docstring.
 
@@ -102,28 +134,16 @@ def gauss_hermite_point(log_lik, y, c, params, m, scale, nodes, weights, counts,
     while r < sd_edges.shape[0] and scale > sd_edges[r]:
         r += 1
     size = counts[r]
-    e = 0.0
-    g = 0.0
-    h = 0.0
-    t = 0.0
-    for k in range(size // 2):
-        z = nodes[r, k]
-        w = weights[r, k]
-        ell_lo, d1_lo, d2_lo = log_lik(y, m + scale * z, c, params)
-        ell_hi, d1_hi, d2_hi = log_lik(y, m - scale * z, c, params)
-        e += w * (ell_lo + ell_hi)
-        g += w * (d1_lo + d1_hi)
-        h += w * (d2_lo + d2_hi)
-        t += w * z * (d1_lo - d1_hi)
-    if size % 2 == 1:
-        ell, d1, d2 = log_lik(y, m, c, params)
-        w = weights[r, size // 2]
-        e += w * ell
-        g += w * d1
-        h += w * d2
+    price = scale < price_below
+    e, g, v = _node_sums(log_lik, y, c, params, m, scale, nodes, weights, r, size, price)
+    if price:
+        return e, g, 0.5 * v
+    if math.isnan(v):
+        # ell' infinite at both nodes of a pair (inf - inf, where exp(a) overflows): Price's form
+        return e, g, 0.5 * _node_sums(log_lik, y, c, params, m, scale, nodes, weights, r, size, True)[2]
     # the exact derivative of the quadrature rule in v, so that E and its gradient agree to
     # rounding; where the rule is exact anyway it equals Price's 1/2 E[d2 log p]
-    return e, g, 0.5 * h if scale < price_below else t / (2.0 * scale)
+    return e, g, v / (2.0 * scale)
 
 
 NO_WIDE_RULE = (np.zeros((1, 1)), np.zeros((1, 1)), np.zeros(1, dtype=np.int64), np.array([np.inf]))

@@ -109,3 +109,16 @@ def ndtr(z):
 def no_base_term(y, per_point, params):
     """The a-independent part of log p(y | a) for likelihoods that have none: 0."""
     return 0.0
+
+
+@numba.jit(**NUMBA_OPTIONS)
+def chain(value, d1, d2, inner_d1, inner_d2):
+    """``(f(u), d/da, d2/da2)`` of ``f(u(a))`` from ``f, f', f''`` at ``u`` and ``u', u''``: the chain rule.
+
+    The ``f' u''`` term is skipped where ``u'' = 0`` (the log link's ``u = a``, where the compiler then
+    drops it), so that an infinite ``f'`` does not make ``d2`` NaN.
+    """
+    second = d2 * inner_d1 * inner_d1
+    if inner_d2 != 0.0:
+        second += d1 * inner_d2
+    return value, d1 * inner_d1, second

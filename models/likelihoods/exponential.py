@@ -1,29 +1,31 @@
-r"""Exponential likelihood for positive continuous data, with a log link on the mean.
+r"""Exponential likelihood for positive continuous data, with a log or softplus link on the mean.
 
-The Gamma likelihood with shape 1: mean :math:`e^{a}`, rate :math:`e^{-a}`,
+The Gamma likelihood with shape 1: mean :math:`\mu = h(a)`, rate :math:`1/\mu`,
 
 .. math::
 
-    \log p(y \mid a) = -a - y e^{-a},
+    \log p(y \mid a) = -\log\mu - y / \mu,
 
-which is ``scipy.stats.expon(scale=exp(a))``.  Closed forms as for
-:class:`GammaLogLink` with :math:`k = 1`.
+which is ``scipy.stats.expon(scale=mu)``.  Closed forms with the log link, as
+for :class:`Gamma` with :math:`k = 1`.
 """
 
 from ._quadrature import DEFAULT_N_POINTS
-from .gamma_log_link import GammaLogLink
+from .gamma import Gamma
 
 
-class Exponential(GammaLogLink):
-    """Positive continuous data: y ~ Exponential with mean exp(a).
+class Exponential(Gamma):
+    """Positive continuous data: y ~ Exponential with mean h(a) for the link h.
 
     Parameters
     ----------
+    link : {"log", "softplus"}
+        ``exp(a)`` (default) or ``log(1 + exp(a))``.
     n_points : int, optional
-        Gauss-Hermite points of the quadrature route.
+        Gauss-Hermite points (the log link's expectations are closed form).
     """
 
-    _repr_fields = ()
+    _repr_fields = ("link",)
 
-    def __init__(self, n_points=DEFAULT_N_POINTS):
-        super().__init__(shape=1.0, n_points=n_points)
+    def __init__(self, link="log", n_points=DEFAULT_N_POINTS):
+        super().__init__(shape=1.0, link=link, n_points=n_points)

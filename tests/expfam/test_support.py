@@ -12,8 +12,8 @@ import pytest
 from scipy import stats
 
 from efvi import expfam
-from efvi.expfam import (Bernoulli, Beta, Categorical, DiagonalGaussian, Dirichlet, Gamma, Gaussian, NormalWishart,
-                    Wishart)
+from efvi.expfam import (Bernoulli, Beta, Categorical, DiagonalGaussian, Dirichlet, Exponential, Gamma, Gaussian,
+                         InverseGamma, NormalWishart, Poisson, Wishart)
 
 _NOT_SYMMETRIC = [[2.0, 0.5], [0.0, 2.0]]
 _NOT_PD = [[1.0, 2.0], [2.0, 1.0]]
@@ -24,11 +24,14 @@ SUPPORT = {
     "categorical": (Categorical([0.2, 0.3, 0.5]), [3, -1, 0.5, 2.5], 2),
     "diagonal_gaussian": (DiagonalGaussian.from_mean_var([0.0, 1.0], [1.0, 2.0]), [], [0.5, 0.5]),
     "dirichlet": (Dirichlet([2.0, 2.0, 3.0]), [[0.9, 0.9, -0.8], [0.5, 0.5, 0.5], [0.0, 0.5, 0.5]], [0.2, 0.3, 0.5]),
+    "exponential": (Exponential(2.0), [-1.0, -1e-300, np.inf], 0.0),
     "gamma": (Gamma(2.0, 1.0), [-1.0, 0.0, np.inf], 1.5),
     "gaussian": (Gaussian.from_mean_cov([0.0, 1.0], np.eye(2)), [], [0.5, 0.5]),
+    "inverse_gamma": (InverseGamma(3.0, 2.0), [-1.0, 0.0, np.inf], 0.5),
     "normal_wishart": (NormalWishart([0.0, 1.0], 2.0, 4.0, np.eye(2)),
                        [([0.0, 0.0], _NOT_PD), ([0.0, 0.0], _NOT_SYMMETRIC), ([0.0, 0.0], -np.eye(2))],
                        ([0.5, 0.5], np.eye(2))),
+    "poisson": (Poisson(3.0), [-1.0, 0.5, 2.5, np.inf], 4.0),
     "wishart": (Wishart(4.0, np.eye(2)), [_NOT_PD, _NOT_SYMMETRIC, -np.eye(2), np.zeros((2, 2))], np.eye(2)),
 }
 
@@ -71,6 +74,9 @@ def test_scalar_supports_match_scipy():
         (Bernoulli(0.3), stats.bernoulli(0.3).logpmf(grid)),
         (Beta(2.0, 3.0), stats.beta(2.0, 3.0).logpdf(grid)),
         (Gamma(2.0, 1.0), stats.gamma(2.0).logpdf(grid)),
+        (Exponential(2.0), stats.expon(scale=0.5).logpdf(grid)),
+        (InverseGamma(3.0, 2.0), stats.invgamma(3.0, scale=2.0).logpdf(grid)),
+        (Poisson(3.0), stats.poisson(3.0).logpmf(grid)),
         (Categorical([0.2, 0.3, 0.5]), stats.rv_discrete(values=([0, 1, 2], [0.2, 0.3, 0.5])).logpmf(grid)),
     ]
     for q, reference in checks:

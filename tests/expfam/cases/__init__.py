@@ -39,6 +39,12 @@ class FamilyCase:
         (the argument's name).
     mean_to_natural_rtol : float
         Relative tolerance of the moderate round trip (1e-10 unless the issue says otherwise).
+    derived_extremes : bool
+        Whether the derived Newton solve (:mod:`efvi.expfam._newton`) converges at
+        the extremes.  Not for the matrix families, whose extremes (condition
+        numbers 1e8..1e10) give a Fisher information of condition 1e16 and more,
+        equilibrated: there the solve raises ``ConvergenceError``
+        (``tests/expfam/test_newton.py``) and only the closed forms apply.
     """
 
     family: type
@@ -49,6 +55,7 @@ class FamilyCase:
     scipy_entropy: Optional[Callable] = None
     invalid: list = field(default_factory=list)
     mean_to_natural_rtol: float = 1e-10
+    derived_extremes: bool = True
 
 
 def register_case(case):

@@ -112,4 +112,5 @@ register_case(FamilyCase(
     scipy_logpdf=_scipy_logpdf,
     scipy_entropy=_scipy_entropy,
     invalid=_INVALID,
+    derived_extremes=False,
 ))

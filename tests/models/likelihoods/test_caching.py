@@ -17,13 +17,15 @@ dispatchers = {_kernels._gh_expectations, _kernels._gh_log_predictive, _kernels.
                _kernels._pointwise, _kernels._base_terms, _kernels._laplace_proposal}
 for name in L.__all__:
     cls = getattr(L, name)
-    if isinstance(cls, type) and issubclass(cls, L.Likelihood) and cls is not L.Likelihood:
-        lik = cls()
-        lik._quadrature_expectations(m, v, y)
-        lik._quadrature_predict_log_density(m, v, y)
-        lik._quadrature_predict_mean_var(m, v)
-        lik.log_density(m, y)
-        dispatchers |= {cls._log_lik, cls._log_base, cls._moments}
+    if isinstance(cls, type) and issubclass(cls, L.Likelihood) and cls not in (L.Likelihood, L.Custom):
+        links = [n for n, link in L.LINKS.items() if link.domain == cls.domain] if "link" in cls._repr_fields else [None]
+        for link in links:
+            lik = cls() if link is None else cls(link=link)
+            lik._quadrature_expectations(m, v, y)
+            lik._quadrature_predict_log_density(m, v, y)
+            lik._quadrature_predict_mean_var(m, v)
+            lik.log_density(m, y)
+            dispatchers |= {lik._log_lik, lik._log_base, lik._moments}
 print(json.dumps({"misses": sum(d.stats.cache_misses.total() for d in dispatchers),
                   "hits": sum(d.stats.cache_hits.total() for d in dispatchers),
                   "kernels": sum(k.stats.cache_hits.total() for k in (_kernels._gh_expectations, _kernels._pointwise))}))

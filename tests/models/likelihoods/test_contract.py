@@ -1,9 +1,11 @@
-"""Contract tests run on every likelihood class exported by ``efvi.models.likelihoods``.
+"""Contract tests run on every likelihood exported by ``efvi.models.likelihoods``, with every link.
 
 Independent references: scipy.stats log densities and moments, seeded Monte
 Carlo with score-function gradients (which never touch the likelihood's own
 derivatives) and a tolerance of five standard errors, central finite
-differences, and the Gauss-Hermite route that every closed form must match.
+differences, the Gauss-Hermite route that every closed form must match, and
+for every compiled likelihood its ``Custom`` twin (the same log density in
+autograd.numpy), which must give the same expectations, predictions and fits.
 """
 
 import copy
@@ -11,9 +13,12 @@ import copy
 import numpy as np
 import pytest
 
-from efvi.models.likelihoods import Likelihood
+from efvi.expfam import Gaussian as GaussianPrior
+from efvi.inference import Model
+from efvi.models import Observe, glm, gp, lds
+from efvi.models import likelihoods as L
 
-from .cases import CASES, likelihood_classes
+from .cases import CASES, LINKED, compiled_cases, likelihood_classes
 
 N = 6
 MEAN = np.array([-2.0, -0.7, 0.0, 0.4, 1.2, 2.0])
@@ -27,8 +32,9 @@ CLOSED_FORM_ROUTES = {
 }
 
 
-@pytest.fixture(params=likelihood_classes(), ids=lambda cls: cls.__name__)
+@pytest.fixture(params=list(CASES))
 def cls(request):
+    """The name of a case in ``cases.CASES`` (a likelihood class, or a distribution with a link)."""
     return request.param
 
 
@@ -49,10 +55,25 @@ def _close(actual, expected, tol):
 def test_every_likelihood_has_a_case():
     classes = likelihood_classes()
     assert classes, "efvi.models.likelihoods exports no likelihood"
-    missing = [cls.__name__ for cls in classes if cls not in CASES]
+    covered = {type(case.make(2)) for case in CASES.values()}
+    missing = [cls.__name__ for cls in classes if cls not in covered]
     assert not missing, f"likelihoods without a test case in cases.py: {missing}"
-    stale = [cls.__name__ for cls in CASES if cls not in classes]
+    stale = [name for name, case in CASES.items() if type(case.make(2)) not in classes]
     assert not stale, f"test cases for classes not exported by efvi.models.likelihoods: {stale}"
+
+
+def test_every_distribution_has_a_case_with_every_link():
+    with_links = [cls for cls in likelihood_classes() if "link" in cls._repr_fields]
+    assert set(with_links) == set(LINKED), "list every distribution with links in cases.LINKED"
+    for cls in with_links:
+        covered = {case.make(2).link for case in CASES.values() if type(case.make(2)) is cls}
+        expected = {name for name, link in L.LINKS.items() if link.domain == cls.domain}
+        assert covered == expected, f"{cls.__name__}: cases for links {sorted(covered)}, registered {sorted(expected)}"
+
+
+def test_every_compiled_likelihood_has_a_custom_twin():
+    missing = [name for name in compiled_cases() if CASES[name].twin is None]
+    assert not missing, f"compiled likelihoods without a Custom twin in cases.py: {missing}"
 
 
 def test_log_density_matches_scipy(cls):
@@ -73,15 +94,18 @@ def test_pointwise_derivatives_match_finite_differences(cls):
 
 
 def test_closed_forms_are_declared_and_match_quadrature(cls):
+    """A declared closed form matches its quadrature route; any other route is that quadrature route, bit for bit."""
     case, lik, y = _setup(cls)
-    overridden = {name for name in CLOSED_FORM_ROUTES if getattr(cls, name) is not getattr(Likelihood, name)}
-    assert overridden == set(case.closed_forms), "declare every closed form in cases.py so it is tested"
-    for name in overridden:
+    for name, route in CLOSED_FORM_ROUTES.items():
         args = (MEAN, VAR) if name == "_predict_mean_var" else (MEAN, VAR, y)
-        closed = getattr(lik, name)(*args)
-        quadrature = getattr(lik, CLOSED_FORM_ROUTES[name])(*args, n_points=100)
-        for c, q in zip(np.atleast_2d(closed), np.atleast_2d(quadrature)):
-            _close(c, q, 1e-10)
+        result = getattr(lik, name)(*args)
+        if name in case.closed_forms:
+            quadrature = getattr(lik, route)(*args, n_points=100)
+            for c, q in zip(np.atleast_2d(result), np.atleast_2d(quadrature)):
+                _close(c, q, 1e-10)
+        else:
+            for a, b in zip(np.atleast_2d(result), np.atleast_2d(getattr(lik, route)(*args))):
+                np.testing.assert_array_equal(a, b, err_msg=f"{name} is a closed form: declare it in cases.py")
 
 
 def test_quadrature_matches_monte_carlo(cls):
@@ -254,7 +278,7 @@ def test_n_points_from_constructor_or_call(cls):
     with pytest.raises(ValueError, match="n_points"):
         lik.variational_expectations(MEAN, VAR, y, n_points=0)
     with pytest.raises(ValueError, match="n_points"):
-        type(lik)(n_points=2.5)
+        L.Custom(lik.log_prob, n_points=2.5) if isinstance(lik, L.Custom) else type(lik)(n_points=2.5)
 
 
 def test_invalid_parameters_are_named(cls):
@@ -273,4 +297,69 @@ def test_latent_marginals_are_validated(cls):
                        ((MEAN[:-1], VAR, y), "shape"), ((MEAN, VAR, y[:-1]), "y")]:
         with pytest.raises(ValueError, match=name):
             lik.variational_expectations(*args)
-    assert repr(lik).startswith(cls.__name__ + "(")
+    assert repr(lik).startswith(type(lik).__name__ + "(")
+
+
+# --- every compiled likelihood against its Custom twin -------------------------------------------
+
+TWIN_N = 60
+
+
+def _twin_setup(cls, n=TWIN_N, seed=3):
+    case = CASES[cls]
+    if case.twin is None:
+        pytest.skip("a Custom likelihood has no twin")
+    lik = case.make(n)
+    rng = np.random.default_rng(seed)
+    mean = rng.uniform(-3.0, 3.0, n)
+    var = np.exp(rng.uniform(np.log(1e-8), np.log(2.0), n))
+    var[:3] = 0.0
+    y = case.sample(lik, rng, mean + np.sqrt(var) * rng.standard_normal(n))
+    y[5] = np.nan
+    return case, lik, case.twin(lik), mean, var, y
+
+
+def test_custom_twin_gives_the_same_expectations_and_predictions(cls):
+    case, lik, twin, mean, var, y = _twin_setup(cls)
+    assert isinstance(twin, L.Custom)
+    for n_points in (None, 20):
+        for ours, theirs in zip(twin.variational_expectations(mean, var, y, n_points=n_points),
+                                lik.variational_expectations(mean, var, y, n_points=n_points)):
+            _close(ours, theirs, 1e-10)
+    for ours, theirs in zip(twin.predict_mean_var(mean, var), lik.predict_mean_var(mean, var)):
+        _close(ours, theirs, 1e-10)
+    observed = ~np.isnan(y)
+    _close(twin.predict_log_density(mean, var, y)[observed], lik.predict_log_density(mean, var, y)[observed], 1e-10)
+    f = mean + np.linspace(-2.0, 2.0, 5)[:, None]
+    for ours, theirs in zip(twin._pointwise(f, y), lik._pointwise(f, y)):
+        _close(ours[:, observed], theirs[:, observed], 1e-12)
+    np.testing.assert_array_equal(twin.initial_latent(y), lik.initial_latent(y))
+
+
+def _twin_model(structure, likelihood, y, t):
+    kernel = gp.kernels.Matern32(lengthscale=2.0, variance=1.0)
+    if structure == "glm":
+        X = np.column_stack([np.ones_like(t), t / 5.0 - 1.0, np.cos(t)])
+        return Model({"w": GaussianPrior.from_mean_cov(np.zeros(3), np.eye(3))}, [glm.GLM(likelihood, X, y, on="w")])
+    prior = gp.GP(kernel, t[:, None]) if structure == "gp" else lds.MarkovGP(kernel, t)
+    return Model({"f": prior}, [Observe(likelihood, y, on="f")])
+
+
+@pytest.mark.parametrize("structure", ["glm", "gp", "markov_gp"])
+def test_custom_twin_fits_like_its_compiled_likelihood(cls, structure):
+    """The same fitted ELBO to 1e-8 (relative) and the same posterior."""
+    case = CASES[cls]
+    if case.twin is None:
+        pytest.skip("a Custom likelihood has no twin")
+    n = 30
+    rng = np.random.default_rng(5)
+    t = np.sort(rng.uniform(0.0, 10.0, n))
+    lik = case.make(n)
+    y = case.sample(lik, rng, 0.3 + np.sin(t))
+    y[4] = np.nan
+    fits = [_twin_model(structure, likelihood, y, t).fit(tol=1e-11, max_iter=1000)
+            for likelihood in (lik, case.twin(lik))]
+    assert all(fit.converged for fit in fits)
+    assert abs(fits[1].elbo - fits[0].elbo) <= 1e-8 * max(1.0, abs(fits[0].elbo)), (fits[0].elbo, fits[1].elbo)
+    block = "w" if structure == "glm" else "f"
+    np.testing.assert_allclose(fits[1].posterior[block].mean, fits[0].posterior[block].mean, rtol=1e-6, atol=1e-7)

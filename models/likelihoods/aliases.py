@@ -1,0 +1,79 @@
+"""The likelihoods' names from before they took a link: each is its distribution with one fixed link.
+
+``BernoulliLogit()`` is ``Bernoulli(link="logit")``, ``BernoulliProbit()`` is
+``Bernoulli(link="probit")``, ``BinomialLogit(n_trials)`` is
+``Binomial(n_trials, link="logit")`` and ``GammaLogLink(shape)`` is
+``Gamma(shape, link="log")``: the same compiled functions and results, under
+the old names and constructors (subclasses, so ``isinstance`` checks against
+the distribution hold).
+"""
+
+from ._quadrature import DEFAULT_N_POINTS
+from .bernoulli import Bernoulli
+from .binomial import Binomial
+from .gamma import Gamma
+
+
+class BernoulliLogit(Bernoulli):
+    """Binary labels with a logit link: ``Bernoulli(link="logit")``.
+
+    Parameters
+    ----------
+    n_points : int, optional
+        Gauss-Hermite points (default None: the adaptive ladder, 3 to 160 points by the variance).
+    """
+
+    _repr_fields = ()
+
+    def __init__(self, n_points=DEFAULT_N_POINTS):
+        super().__init__(link="logit", n_points=n_points)
+
+
+class BernoulliProbit(Bernoulli):
+    """Binary labels with a probit link: ``Bernoulli(link="probit")``.
+
+    Parameters
+    ----------
+    n_points : int, optional
+        Gauss-Hermite points (default None: the adaptive ladder, 3 to 160 points by the variance).
+    """
+
+    _repr_fields = ()
+
+    def __init__(self, n_points=DEFAULT_N_POINTS):
+        super().__init__(link="probit", n_points=n_points)
+
+
+class BinomialLogit(Binomial):
+    """Successes out of ``n_trials`` with a logit link: ``Binomial(n_trials, link="logit")``.
+
+    Parameters
+    ----------
+    n_trials : int or array_like of int, shape (N,)
+        Number of trials (>= 1), shared or per data point.
+    n_points : int, optional
+        Gauss-Hermite points (default None: the adaptive ladder, 3 to 160 points by the variance).
+    """
+
+    _repr_fields = ("n_trials",)
+
+    def __init__(self, n_trials=1, n_points=DEFAULT_N_POINTS):
+        super().__init__(n_trials, link="logit", n_points=n_points)
+
+
+class GammaLogLink(Gamma):
+    """Positive continuous data with a log link on the mean: ``Gamma(shape, link="log")``.
+
+    Parameters
+    ----------
+    shape : float
+        Shape k > 0; the coefficient of variation of y given a is 1/sqrt(k).
+    n_points : int, optional
+        Gauss-Hermite points of the quadrature route (the expectations and
+        predictions here are closed form).
+    """
+
+    _repr_fields = ("shape",)
+
+    def __init__(self, shape=1.0, n_points=DEFAULT_N_POINTS):
+        super().__init__(shape, link="log", n_points=n_points)
