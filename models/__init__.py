@@ -7,11 +7,13 @@
 * :mod:`efvi.models.gp` -- Gaussian-process priors, kernels and estimators;
 * :mod:`efvi.models.lds` -- linear-Gaussian state-space priors and Markov GPs with a
   compiled Kalman smoother;
-* :class:`Observe` -- a likelihood on the values of a GP or state-space block.
+* :class:`Observe` -- a likelihood on the values of a GP or state-space block;
+* :class:`GaussianSiteFactor` -- the one site factor behind both, with a
+  projection (:mod:`efvi.models.projection`) saying how a point sees the latent.
 """
 
-from . import glm, gp, lds, likelihoods
+from . import glm, gp, lds, likelihoods, projection
 from .observe import Observe
 from .sites import GaussianSiteFactor
 
-__all__ = ["likelihoods", "glm", "gp", "lds", "Observe", "GaussianSiteFactor"]
+__all__ = ["likelihoods", "glm", "gp", "lds", "projection", "Observe", "GaussianSiteFactor"]

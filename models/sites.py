@@ -9,36 +9,43 @@ site is a 1-D Gaussian in ``a``-space (Khan and Nielsen, 2018, eqs. 15-17):
 .. math:: \\pi_i = -2 g_v, \\qquad \\gamma_i = g_m + \\pi_i m_i,
 
 so the site is ``t_i(a) = exp(gamma_i a - pi_i a^2 / 2)`` -- pseudo-observation
-``gamma_i / pi_i`` with noise variance ``1 / pi_i``.  Each structure supplies
-only two things: the marginals ``(m_i, v_i)`` of its posterior, and the message
-that sums the sites into its own parameterisation (a Bayesian linear regression
-for a GLM, per-point noise for a GP, a Kalman pass for a state-space model).
+``gamma_i / pi_i`` with noise variance ``1 / pi_i``.  One factor class serves
+every structure; how point ``i`` sees the latent is its *projection*
+(:mod:`efvi.models.projection`), which supplies the marginals ``(m_i, v_i)`` of
+the block's posterior and the message that sums the sites into the block's own
+parameterisation (a Bayesian linear regression for a GLM, per-point noise for
+a GP, a Kalman pass for a state-space model).
 
-A Gaussian likelihood whose precision is a Gamma block (``likelihoods.Gaussian(
-precision="tau")``) is conjugate in both blocks: the precision's site of point
-``i`` is ``(1/2, -E[(y_i - a_i)^2] / 2)`` and the weights' site uses ``E[tau]``.
+A likelihood may hold parameters as latent blocks and declares them
+(``Likelihood.latent_parameters``): a Gaussian likelihood whose precision is
+a Gamma block (``likelihoods.Gaussian(precision="tau")``) is conjugate in both
+blocks, the precision's site of point ``i`` being ``(1/2, -E[(y_i - a_i)^2] / 2)``
+and the latent's site using ``E[tau]`` (``Likelihood.site_expectations``).
 Missing observations (NaN in ``y``) keep empty sites.
 """
 
 import numba
 import numpy as np
 
-from ..expfam import Gamma
 from ..inference import Factor, FactorEval, GaussianSiteView
 
 from ._numba import NUMBA_OPTIONS
 from .likelihoods import Likelihood
-from .likelihoods.gaussian import _gaussian_expectations, _gaussian_precision_site
+from .projection import PointValues
 
 COARSE_POINTS = 20
 """Gauss-Hermite points used far from the optimum (see :attr:`efvi.inference.Factor.has_coarse_rule`)."""
 
 
 class GaussianSiteFactor(Factor):
-    """Base class: a likelihood on scalar projections of a Gaussian block.
+    """A likelihood on scalar projections ``a_i = H_i z`` of a Gaussian block: the one site factor.
 
-    Subclasses implement ``_marginals(q_block, index) -> (m, v)`` and
-    ``_message(gamma, pi, index) -> message`` for their structure.
+    Every structure uses this class; what differs is the ``projection``
+    (:mod:`efvi.models.projection`): the values of a GP or state-space block
+    (:class:`efvi.models.Observe`), or the rows of a design matrix
+    (:class:`efvi.models.glm.GLM`).  Parameters of the likelihood held as
+    latent blocks (``Gaussian(precision="tau")``) are declared by the
+    likelihood (``latent_parameters``) and get their conjugate sites from it.
 
     Parameters
     ----------
@@ -47,9 +54,12 @@ class GaussianSiteFactor(Factor):
         Observations; NaN marks a missing value (its site stays empty).
     on : str
         Name of the Gaussian (or structured Gaussian) block.
+    projection : object, optional
+        How point ``i`` sees the block (default: :class:`efvi.models.projection.PointValues`,
+        the block's ``i``-th value).
     """
 
-    def __init__(self, likelihood, y, on):
+    def __init__(self, likelihood, y, on, projection=None):
         if not isinstance(likelihood, Likelihood):
             raise ValueError(
                 f"likelihood must be a efvi.models.likelihoods.Likelihood; got {type(likelihood).__name__}"
@@ -59,17 +69,27 @@ class GaussianSiteFactor(Factor):
         self.n_data = self.y.shape[0]
         self.observed = ~np.isnan(self.y)
         self.all_observed = bool(self.observed.all())
+        self.projection = PointValues() if projection is None else projection
         self.roles = {"on": on}
-        self.precision_block = getattr(likelihood, "precision_block", None)
-        if self.precision_block is not None:
-            self.roles["precision"] = self.precision_block
+        for role, (block, _) in likelihood.latent_parameters.items():
+            self.roles[role] = block
 
     def bind(self, blocks):
-        if self.precision_block is not None:
-            block = self._require_family(blocks, "precision", Gamma)
+        for role, (name, family) in self.likelihood.latent_parameters.items():
+            block = self._require_family(blocks, role, family)
             if block.prior.batch_shape != ():
-                raise ValueError(f"{self.describe()}: the precision block must be a single Gamma; "
+                raise ValueError(f"{self.describe()}: the {role} block must be a single {family.__name__}; "
                                  f"got batch shape {block.prior.batch_shape}")
+        if self.projection.families is not None:
+            self._require_family(blocks, "on", *self.projection.families)
+        self._view = self.projection.bind(self, blocks[self.roles["on"]])
+        self._last_marginals = (None, None, None)
+
+    def replace_block(self, block):
+        """The projection's replacement of the block it projects (the GLM's dual route), or None."""
+        if block.name != self.roles["on"]:
+            return None
+        return self.projection.replace_block(block)
 
     @property
     def conjugate(self):
@@ -79,20 +99,21 @@ class GaussianSiteFactor(Factor):
     @property
     def has_coarse_rule(self):
         """Quadrature likelihoods use a fixed 20-point rule while ``coarse`` (their own rule otherwise)."""
-        return self.precision_block is None and not self.likelihood.conjugate
+        return not self.likelihood.conjugate
 
     def init_sites(self, blocks):
-        sites = {self.roles["on"]: self._zero_sites()}
-        if self.precision_block is not None:
-            sites[self.precision_block] = (np.zeros(self.n_data), np.zeros(self.n_data))
+        sites = {self.roles["on"]: self._view.zero_sites()}
+        for name, _ in self.likelihood.latent_parameters.values():
+            sites[name] = tuple(np.zeros((self.n_data,) + np.shape(part)) for part in blocks[name].prior.natural)
         return sites
 
     def informed_sites(self, blocks):
         """The CVI targets at the likelihood's data-based guess of ``a`` with zero variance, or None.
 
-        See :meth:`efvi.models.likelihoods.Likelihood.initial_latent`.
+        See :meth:`efvi.models.likelihoods.Likelihood.initial_latent`.  None when
+        the likelihood has latent parameter blocks (its targets need their moments).
         """
-        if self.precision_block is not None:
+        if self.likelihood.latent_parameters:
             return None
         guess = self.likelihood.initial_latent(self.y)
         if guess is None:
@@ -100,7 +121,7 @@ class GaussianSiteFactor(Factor):
         guess = np.where(np.isnan(guess), 0.0, guess)   # missing points get zero sites anyway
         _, g_m, g_v = self.likelihood._variational_expectations(guess, np.zeros(self.n_data), self.y)
         natural_mean, precision = _site_targets(guess, g_m, g_v)
-        sites = self._informed_form(blocks[self.roles["on"]], natural_mean, precision, g_m)
+        sites = self._view.informed(blocks[self.roles["on"]], natural_mean, precision, g_m)
         return None if sites is None else {self.roles["on"]: sites}
 
     def first_step_targets(self, blocks):
@@ -108,13 +129,6 @@ class GaussianSiteFactor(Factor):
         if not self.likelihood.exponential_link:
             return None
         return self.informed_sites(blocks)
-
-    def _informed_form(self, block, natural_mean, precision, g_m):
-        """The informed sites in this factor's stored form, or None to start at the prior (default: ``(gamma, pi)``)."""
-        return (natural_mean, precision)
-
-    def _zero_sites(self):
-        return (np.zeros(self.n_data), np.zeros(self.n_data))
 
     _last_marginals = (None, None, None)
 
@@ -124,39 +138,23 @@ class GaussianSiteFactor(Factor):
         # block (a Gamma precision): the latent's marginals are unchanged then, so they are kept
         last_q, last_index, marginals = self._last_marginals
         if last_q is not q_block or last_index is not index:
-            marginals = self._marginals(q_block, index)
+            marginals = self._view.marginals(q_block, index)
             self._last_marginals = (q_block, index, marginals)
         mean, var = marginals
         y = self.y if index is None else self.y[index]
-        targets = {}
-        if self.precision_block is not None:
-            e_log_tau, e_tau = q[self.precision_block].mean_params
-            expected, g_m, g_v = _gaussian_expectations(mean, var, y, float(e_tau), float(e_log_tau))
-            targets[self.precision_block] = _gaussian_precision_site(mean, var, y)
-        else:
-            lik = self.likelihood if index is None else self.likelihood.subset(index)
-            expected, g_m, g_v = lik._variational_expectations(mean, var, y, COARSE_POINTS if coarse else None)
+        lik = self.likelihood if index is None else self.likelihood.subset(index)
+        expected, g_m, g_v, targets = lik.site_expectations(q, mean, var, y, COARSE_POINTS if coarse else None)
         natural_mean, precision = _site_targets(mean, g_m, g_v)
-        targets[self.roles["on"]] = self._targets(q_block, natural_mean, precision, g_m, index)
+        targets[self.roles["on"]] = self._view.targets(q_block, natural_mean, precision, g_m, index)
         return FactorEval(float(np.sum(expected)), targets)
 
-    def _targets(self, q_block, natural_mean, precision, g_m, index):
-        """Site targets in this factor's stored form (default: ``(gamma, pi)``)."""
-        return (natural_mean, precision)
-
     def message(self, block_name, sites, index=None):
-        if block_name == self.precision_block:
-            return (np.sum(sites[0]), np.sum(sites[1]))
-        return self._message(sites, index)
+        if block_name != self.roles["on"]:        # a latent parameter block: the sum of its conjugate sites
+            return tuple(np.sum(part, axis=0) for part in sites)
+        return self._view.message(sites, index)
 
     def site_view(self, sites):
         return GaussianSiteView(sites, self.roles["on"])
-
-    def _marginals(self, q_block, index):
-        raise NotImplementedError
-
-    def _message(self, sites, index):
-        raise NotImplementedError
 
 
 def site_kl(natural_mean, precision, mean, var, log_normaliser):

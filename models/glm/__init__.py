@@ -3,5 +3,6 @@
 from .estimator import BayesianGLM, BayesianLogisticRegression
 from .factor import GLM
 from .laplace import laplace
+from .rows import Rows
 
-__all__ = ["GLM", "BayesianGLM", "BayesianLogisticRegression", "laplace"]
+__all__ = ["GLM", "BayesianGLM", "BayesianLogisticRegression", "laplace", "Rows"]

@@ -91,6 +91,12 @@ class Likelihood:
     strip_half_width : float
         ``d`` such that ``log p(y | a)`` is analytic for ``|Im a| < d``; sets
         where the adaptive quadrature ladder switches to larger rules.
+    latent_parameters : dict
+        Role -> ``(block name, family)`` for each parameter of the likelihood
+        held as a latent block (the Gamma noise precision of
+        ``Gaussian(precision="tau")``); empty by default.  A site factor
+        touches these blocks too and gives them the targets of
+        :meth:`site_expectations`.
     """
 
     support = "real numbers"
@@ -104,6 +110,7 @@ class Likelihood:
     _log_base = None
     _moments = None
     _expectations_kernel = None
+    latent_parameters = {}
 
     def __init__(self, n_points=DEFAULT_N_POINTS):
         self.n_points = check_n_points(n_points)
@@ -296,6 +303,27 @@ class Likelihood:
         check_same_length(y, mean)
         n_points = self.n_points if n_points is None else check_n_points(n_points)
         return self._variational_expectations(mean, var, y, n_points)
+
+    def site_expectations(self, q, mean, var, y, n_points=None):
+        """The expectations and the targets of the latent parameter blocks at the posterior ``q`` (hot path).
+
+        Parameters
+        ----------
+        q : dict
+            Block name -> posterior, including the blocks of :attr:`latent_parameters`.
+        mean, var, y : ndarray, shape (N,)
+            C-contiguous float64 marginals of the latent and observations (unvalidated).
+        n_points : int, optional
+
+        Returns
+        -------
+        expected, d_mean, d_var : ndarray, shape (N,)
+            As :meth:`variational_expectations`, at the parameter blocks' moments.
+        parameter_targets : dict
+            Block name -> per-point conjugate sites of each latent parameter block
+            (empty: a likelihood without latent parameters).
+        """
+        return (*self._variational_expectations(mean, var, y, n_points), {})
 
     def _variational_expectations(self, mean, var, y, n_points=None):
         """Unvalidated ``variational_expectations`` on C-contiguous float64 (N,) arrays (hot path)."""

@@ -31,6 +31,7 @@ import math
 import numba
 import numpy as np
 
+from ...expfam import Gamma
 from ...expfam.checks import as_float, check_positive
 from .._numba import NUMBA_OPTIONS
 
@@ -169,6 +170,19 @@ class Gaussian(Likelihood):
             self.variance = 1.0 if variance is None else float(check_positive(variance, "variance"))
         if self.variance is not None:
             self._param_vector = np.array([1.0 / self.variance, -math.log(self.variance)])
+
+    @property
+    def latent_parameters(self):
+        """``{"precision": (block name, Gamma)}`` when the precision is a latent block, else empty."""
+        return {} if self.precision_block is None else {"precision": (self.precision_block, Gamma)}
+
+    def site_expectations(self, q, mean, var, y, n_points=None):
+        """Closed-form expectations at the Gamma block's ``E[tau]`` and ``E[log tau]``, with its conjugate sites."""
+        if self.precision_block is None:
+            return super().site_expectations(q, mean, var, y, n_points)
+        e_log_tau, e_tau = q[self.precision_block].mean_params
+        expected, d_mean, d_var = _gaussian_expectations(mean, var, y, float(e_tau), float(e_log_tau))
+        return expected, d_mean, d_var, {self.precision_block: _gaussian_precision_site(mean, var, y)}
 
     def _params(self):
         if self.variance is None:
