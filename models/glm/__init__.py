@@ -3,6 +3,7 @@
 from .estimator import BayesianGLM, BayesianLogisticRegression
 from .factor import GLM
 from .laplace import laplace
+from .predict import predict_latent
 from .rows import Rows
 
-__all__ = ["GLM", "BayesianGLM", "BayesianLogisticRegression", "laplace", "Rows"]
+__all__ = ["GLM", "BayesianGLM", "BayesianLogisticRegression", "laplace", "Rows", "predict_latent"]

@@ -14,6 +14,7 @@ from ...inference import Model
 from .. import likelihoods
 from .._labels import binary_labels
 from .factor import GLM
+from .predict import predict_latent
 
 
 class BayesianGLM:
@@ -109,9 +110,7 @@ class BayesianGLM:
         if design.shape[1] != self.coef_cov_.shape[0]:
             raise ValueError(f"X must have {self.coef_cov_.shape[0] - self.fit_intercept} columns; "
                              f"got {design.shape[1] - self.fit_intercept}")
-        mean = design @ np.asarray(self.posterior_.mean)
-        var = np.einsum("nd,de,ne->n", design, self.coef_cov_, design)
-        return mean, np.maximum(var, 0.0)
+        return predict_latent(self.posterior_, design)
 
     def predict(self, X, **per_point):
         """Posterior predictive mean of ``y`` at new inputs, shape (M,).

@@ -65,6 +65,29 @@ class StateSpacePosterior:
         """Smoothed state covariances, shape (T, d, d) (computed on first access)."""
         return self._smoothed().covs
 
+    def predict(self, t_new):
+        """Posterior mean and variance of ``f`` at new times (a Markov GP only): interpolation and forecasting.
+
+        The new times join the block's times with empty sites and one smoother
+        pass gives their marginals (O(T + M)).
+
+        Parameters
+        ----------
+        t_new : array_like, shape (M,)
+            Any real times, in any order (before, between or after the data).
+
+        Returns
+        -------
+        mean, var : ndarray, shape (M,)
+
+        Raises
+        ------
+        ValueError
+            For a general LDS (its points are its time steps: read ``mean`` and
+            ``var``), or for ``t_new`` that is not a finite 1-D array.
+        """
+        return self._prior._predict(self, t_new)
+
     def __repr__(self):
         return f"StateSpacePosterior(T={self.mean.shape[0]})"
 
@@ -108,6 +131,11 @@ class StateSpacePrior(Block):
 
     def kl(self, q):
         return site_kl(q.natural_mean, q.precision, q.mean, q.var, q.log_normaliser)
+
+    def _predict(self, q, t_new):
+        raise ValueError(f"block {self.name!r} is a general LDS: its points are its {self.n_points} time steps, "
+                         "so there are no new inputs to predict at (read q.mean and q.var; a MarkovGP predicts "
+                         "at new times)")
 
     def divergence(self, q, other):
         return site_divergence(q, other)
@@ -183,6 +211,22 @@ class MarkovGP(KernelHyperparameters, StateSpacePrior):
         ss = kernel.state_space()
         A, Q = kernel.discretise(self.dt)
         self._set_model(A, Q, ss.H, np.zeros(ss.H.shape[0]), ss.Pinf, self.t.shape[0])
+
+    def _predict(self, q, t_new):
+        t_new = as_float(t_new, "t_new", ndim_min=1)
+        if t_new.ndim != 1:
+            raise ValueError(f"t_new must be a 1-D array of times; got shape {t_new.shape}")
+        times = np.concatenate([self.t, t_new])
+        order = np.argsort(times, kind="stable")
+        gamma, pi = np.zeros(times.shape[0]), np.zeros(times.shape[0])
+        gamma[: self.n_points], pi[: self.n_points] = q.natural_mean, q.precision
+        merged = MarkovGP(self.kernel, times[order])
+        merged.name = self.name
+        joint = merged.posterior((gamma[order], pi[order]))
+        position = np.empty_like(order)
+        position[order] = np.arange(order.shape[0])
+        new = position[self.n_points:]
+        return joint.mean[new], np.maximum(joint.var[new], 0.0)
 
     def _build(self, log_params):
         A, Q = self.kernel.discretise_fn(self.dt)(log_params)
