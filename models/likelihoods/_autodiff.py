@@ -13,11 +13,12 @@ from autograd.core import make_vjp
 from autograd.tracer import getval
 
 
-def _check_shape(value, x):
-    shape = np.shape(getval(value))
-    if shape != x.shape:
-        raise ValueError(f"log_prob must return one value per element, an array of shape {x.shape}; "
-                         f"got shape {shape}")
+def check_log_prob_shape(value, shape):
+    """Raise unless ``value`` (a log_prob's output, possibly traced by autograd) has shape ``shape``."""
+    received = np.shape(getval(value))
+    if received != shape:
+        raise ValueError(f"log_prob must return one value per element, an array of shape {shape}; "
+                         f"got shape {received}")
 
 
 def elementwise_derivatives(function, x, second=True):
@@ -44,13 +45,13 @@ def elementwise_derivatives(function, x, second=True):
     ones = np.ones(x.shape)
     if not second:
         vjp, value = make_vjp(function, x)
-        _check_shape(value, x)
+        check_log_prob_shape(value, x.shape)
         return np.asarray(value, dtype=np.float64), np.asarray(vjp(ones), dtype=np.float64), None
     values = []
 
     def first(point):
         vjp, value = make_vjp(function, point)
-        _check_shape(value, x)
+        check_log_prob_shape(value, x.shape)
         values.append(value)
         return vjp(ones)
 

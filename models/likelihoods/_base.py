@@ -256,6 +256,28 @@ class Likelihood:
 
     def _pointwise(self, f, y):
         """``log_density`` together with its first and second derivatives in f."""
+        f, y, per_point, shape = self._broadcast_pointwise(f, y)
+        values = _kernels._pointwise(
+            self._log_lik, self._log_base, _flat_copy(f, shape), _flat_copy(y, shape),
+            _flat_copy(per_point, shape) if per_point.shape == shape else per_point, self._params(),
+        )
+        return tuple(v.reshape(shape)[()] for v in values)
+
+    def _broadcast_pointwise(self, f, y):
+        """The arguments of ``_pointwise`` broadcast together and checked against the support.
+
+        Returns
+        -------
+        f : ndarray
+            The latent values as given (float64).
+        y : ndarray, shape ``shape``
+            Observations (a read-only broadcast view).
+        per_point : ndarray
+            The per-point parameter broadcast to ``shape`` when it has one entry per data point
+            (along the last axis), else its shared vector of shape (1,).
+        shape : tuple
+            The broadcast shape of ``f``, ``y`` and the per-point parameter.
+        """
         f = as_float(f, "f")
         try:
             y = np.asarray(y, dtype=np.float64)
@@ -272,11 +294,7 @@ class Likelihood:
         y = np.broadcast_to(y, shape)
         per_point = np.broadcast_to(per_point, shape) if per_shape else per_point
         self._check_support(y, per_point, "y")
-        values = _kernels._pointwise(
-            self._log_lik, self._log_base, _flat_copy(f, shape), _flat_copy(y, shape),
-            _flat_copy(per_point, shape) if per_shape else per_point, self._params(),
-        )
-        return tuple(v.reshape(shape)[()] for v in values)
+        return f, y, per_point, shape
 
     # --- variational expectations ----------------------------------------
 

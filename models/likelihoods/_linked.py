@@ -5,7 +5,8 @@ A subclass is one distribution.  It declares
 * ``family``: its name (links declare by it whether they keep it log-concave);
 * ``domain``: the links it accepts, ``"probability"`` or ``"positive"`` (:mod:`._link`);
 * ``_family_functions``: its compiled log density and moments in terms of a link
-  (see :mod:`._pairs`) and the :math:`a`-independent ``_log_base``;
+  (see :mod:`._pairs`) and the :math:`a`-independent ``_log_base`` (which also
+  becomes the class's ``_log_base``);
 * ``family_strip_half_width``: where its log density is analytic as a function
   of the link's :math:`\log\mu` (infinite when it is entire);
 * ``_mean_guess(y)``: a smoothed estimate of each point's mean, whose image
@@ -44,6 +45,11 @@ class LinkedLikelihood(Likelihood):
     family_strip_half_width = float("inf")
     default_link = None
     _family_functions = None
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "_family_functions" in cls.__dict__:     # the a-independent part, as every likelihood declares it
+            cls._log_base = staticmethod(cls._family_functions[1])
 
     def __init__(self, link=None, n_points=DEFAULT_N_POINTS):
         super().__init__(n_points)

@@ -14,8 +14,8 @@ from .binomial import Binomial
 from .gamma import Gamma
 
 
-class BernoulliLogit(Bernoulli):
-    """Binary labels with a logit link: ``Bernoulli(link="logit")``.
+class _BernoulliWithFixedLink(Bernoulli):
+    """Binary labels with the link named by the subclass (``_fixed_link``).
 
     Parameters
     ----------
@@ -24,24 +24,22 @@ class BernoulliLogit(Bernoulli):
     """
 
     _repr_fields = ()
+    _fixed_link = None
 
     def __init__(self, n_points=DEFAULT_N_POINTS):
-        super().__init__(link="logit", n_points=n_points)
+        super().__init__(link=self._fixed_link, n_points=n_points)
 
 
-class BernoulliProbit(Bernoulli):
-    """Binary labels with a probit link: ``Bernoulli(link="probit")``.
+class BernoulliLogit(_BernoulliWithFixedLink):
+    """Binary labels with a logit link: ``Bernoulli(link="logit")``; takes only ``n_points``."""
 
-    Parameters
-    ----------
-    n_points : int, optional
-        Gauss-Hermite points (default None: the adaptive ladder, 3 to 160 points by the variance).
-    """
+    _fixed_link = "logit"
 
-    _repr_fields = ()
 
-    def __init__(self, n_points=DEFAULT_N_POINTS):
-        super().__init__(link="probit", n_points=n_points)
+class BernoulliProbit(_BernoulliWithFixedLink):
+    """Binary labels with a probit link: ``Bernoulli(link="probit")``; takes only ``n_points``."""
+
+    _fixed_link = "probit"
 
 
 class BinomialLogit(Binomial):

@@ -61,7 +61,6 @@ class Bernoulli(LinkedLikelihood):
     domain = "probability"
     default_link = "logit"
     _repr_fields = ("link",)
-    _log_base = staticmethod(no_base_term)
     _family_functions = (_log_lik, no_base_term, _moments)
 
     def __init__(self, link="logit", n_points=DEFAULT_N_POINTS):

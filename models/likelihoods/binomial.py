@@ -77,7 +77,6 @@ class Binomial(LinkedLikelihood):
     per_point_name = "n_trials"
     _repr_fields = ("n_trials", "link")
     _family_functions = (_log_lik, _log_base, _moments)
-    _log_base = staticmethod(_log_base)
 
     def __init__(self, n_trials=1, link="logit", n_points=DEFAULT_N_POINTS):
         super().__init__(link, n_points)

@@ -1,8 +1,9 @@
 r"""A likelihood from any elementwise log density written in autograd.numpy.
 
 ``Custom(log_prob, support="positive")`` takes ``log_prob(y, f)``, the log
-density of observations ``y`` given latent values ``f`` (arrays of equal shape,
-elementwise), and gives it everything a compiled likelihood has, so that it
+density of observations ``y`` given latent values ``f`` (elementwise, with numpy
+broadcasting: at quadrature nodes ``f`` is (n, K) and ``y`` an (n, 1) column, so
+that terms in ``y`` alone cost once per point), and gives it everything a compiled likelihood has, so that it
 works wherever one does (GLM, GP, Markov GP, minibatches, hyperparameter
 learning):
 
@@ -28,8 +29,8 @@ learning):
   and predictive moments from ``mean_var`` if given.
 
 A per-point parameter (an exposure, a number of trials) is optional: given
-``per_point``, ``log_prob`` is called as ``log_prob(y, f, c)`` with ``c`` of
-the shape of ``f``, and ``per_point_name`` names it for ``subset``,
+``per_point``, ``log_prob`` is called as ``log_prob(y, f, c)`` with ``c`` shaped
+like ``y``, and ``per_point_name`` names it for ``subset``,
 ``with_per_point`` and a GLM's ``predict``.
 """
 
@@ -39,7 +40,7 @@ import numpy as np
 
 from ...expfam.checks import as_float
 
-from ._autodiff import elementwise_derivatives
+from ._autodiff import check_log_prob_shape, elementwise_derivatives
 from ._base import Likelihood
 from ._checks import is_integer
 from ._quadrature import DEFAULT_N_POINTS, PREDICT_N_POINTS, PRICE_BELOW, gauss_hermite, ladder
@@ -57,7 +58,10 @@ SUPPORTS = {
 """Named supports: name -> (description for error messages, ``in_support(y, c)`` mask)."""
 
 CHUNK = 1 << 16
-"""Most evaluations of ``log_prob`` per call (bounds the memory autograd holds)."""
+"""About the most evaluations of ``log_prob`` per call (bounds the memory autograd holds)."""
+
+_ELEMENTWISE_POINTS = 4
+"""Points at which ``log_prob`` is evaluated together and one at a time, to check that it is elementwise."""
 
 _NEWTON_STEPS = 50
 _HALVINGS = 60
@@ -76,8 +80,8 @@ class Custom(Likelihood):
     ----------
     log_prob : callable
         ``log_prob(y, f)`` (or ``log_prob(y, f, c)`` with a per-point
-        parameter): ``log p(y | f)`` elementwise, for arrays of equal shape,
-        written with ``autograd.numpy`` (and ``autograd.scipy``) so that it
+        parameter): ``log p(y | f)`` elementwise, for arrays that broadcast
+        to the shape of ``f`` (``y`` and ``c`` may be columns), written with ``autograd.numpy`` (and ``autograd.scipy``) so that it
         differentiates twice in ``f``.
     support : str or (str, callable)
         A name in ``SUPPORTS`` ("real", "positive", "non-negative",
@@ -136,6 +140,7 @@ class Custom(Likelihood):
             raise ValueError(f"strip_half_width must be > 0; got {strip_half_width!r}")
         self.per_point_name = None
         self._per_point_values = None
+        self._elementwise = False
         if per_point is not None:
             if not (isinstance(per_point_name, str) and per_point_name.isidentifier()
                     and not hasattr(self, per_point_name)):
@@ -187,48 +192,95 @@ class Custom(Likelihood):
 
     # --- log_prob and its derivatives at arrays of points ---------------------
 
+    def _log_prob(self, y, latent, per_point):
+        """``log_prob`` at arrays of points (``y`` and ``per_point`` broadcasting against ``latent``), checked."""
+        self._check_elementwise(y, latent, per_point)
+        value = self._call(self.log_prob, y, latent, per_point=per_point)
+        check_log_prob_shape(value, latent.shape)
+        value = np.asarray(value, dtype=np.float64)
+        self._check_no_nan(value, y, latent)
+        return value
+
     def _derivatives(self, y, latent, per_point, second=True):
-        """``log_prob`` and its derivatives in the latent at flat arrays of points, in chunks of ``CHUNK``."""
-        n = latent.shape[0]
-        value, d1 = np.empty(n), np.empty(n)
-        d2 = np.empty(n) if second else None
-        for start in range(0, n, CHUNK):
-            rows = slice(start, start + CHUNK)
-            c = None if per_point is None else per_point[rows]
-            y_rows = y[rows]
-            outputs = elementwise_derivatives(lambda f: self._call(self.log_prob, y_rows, f, per_point=c),
-                                              latent[rows], second)
-            value[rows], d1[rows] = outputs[0], outputs[1]
-            if second:
-                d2[rows] = outputs[2]
-        return value, d1, d2
+        """``log_prob`` and its first two derivatives in the latent at arrays of points.
+
+        Parameters
+        ----------
+        y : ndarray, shape (n,) or (n, 1)
+            Observations; a column broadcasts against ``latent`` (the terms of
+            ``log_prob`` in ``y`` alone are then computed once per point, not once per node).
+        latent : ndarray, shape (n,) or (n, K)
+            Latent values (K quadrature nodes per point).
+        per_point : ndarray, the shape of ``y``, or None
+        second : bool
+            Whether to compute the second derivative.
+
+        Returns
+        -------
+        value, d1, d2 : ndarray, the shape of ``latent`` (``d2`` None unless ``second``)
+            Computed in chunks of about ``CHUNK`` evaluations (whole rows).
+        """
+        self._check_elementwise(y, latent, per_point)
+        rows = max(1, CHUNK // max(1, latent[:1].size))
+        outputs = None
+        for start in range(0, latent.shape[0], rows):
+            chunk = slice(start, start + rows)
+            y_chunk, c = y[chunk], None if per_point is None else per_point[chunk]
+            values = elementwise_derivatives(lambda f: self._call(self.log_prob, y_chunk, f, per_point=c),
+                                             latent[chunk], second)
+            self._check_no_nan(values[0], y_chunk, latent[chunk])
+            if start == 0 and rows >= latent.shape[0]:
+                return values
+            if outputs is None:
+                outputs = tuple(None if v is None else np.empty(latent.shape) for v in values)
+            for output, v in zip(outputs, values):
+                if output is not None:
+                    output[chunk] = v
+        return outputs
+
+    def _check_elementwise(self, y, latent, per_point):
+        """Raise unless ``log_prob`` is elementwise: a few points together and one at a time agree (once per instance)."""
+        if self._elementwise or latent.size < 2:
+            return
+        y, f, c = (None if a is None else np.broadcast_to(a, latent.shape).ravel()[:_ELEMENTWISE_POINTS]
+                   for a in (y, latent, per_point))
+        together = np.asarray(self._call(self.log_prob, y, f, per_point=c), dtype=np.float64)
+        check_log_prob_shape(together, f.shape)
+        alone = np.empty(f.size)
+        for i in range(f.size):
+            one = slice(i, i + 1)
+            value = np.asarray(self._call(self.log_prob, y[one], f[one], per_point=None if c is None else c[one]),
+                               dtype=np.float64)
+            check_log_prob_shape(value, (1,))
+            alone[i] = value[0]
+        if not np.allclose(together, alone, rtol=1e-10, atol=0.0, equal_nan=True):
+            raise ValueError(
+                f"log_prob must be elementwise (log_prob(y, f)[i] may depend only on y[i] and f[i]); at "
+                f"y={y}, f={f} it gave {together} evaluated together and {alone} one point at a time"
+            )
+        self._elementwise = True
+
+    @staticmethod
+    def _check_no_nan(value, y, latent):
+        nan = np.isnan(value) & ~np.isnan(latent)     # (a NaN latent is a rejected Newton trial's)
+        if nan.any():
+            i = np.flatnonzero(nan.ravel())[0]
+            raise ValueError(
+                f"log_prob must return log densities (finite or -inf) for y in the support; got NaN at "
+                f"y={float(np.broadcast_to(y, latent.shape).ravel()[i])!r}, f={float(latent.ravel()[i])!r} "
+                f"({nan.sum()} of {nan.size} values NaN)"
+            )
 
     def _pointwise(self, f, y, derivatives=True):
-        f = as_float(f, "f")
-        try:
-            y = np.asarray(y, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise ValueError(f"y must be numeric; got {y!r}") from None
-        per_point = self._per_point()
-        per_shape = per_point.shape if per_point.shape[0] > 1 else ()
-        try:
-            shape = np.broadcast_shapes(f.shape, y.shape, per_shape)
-        except ValueError:
-            raise ValueError(
-                f"f {f.shape}, y {y.shape} and {self.per_point_name} {per_shape} do not broadcast"
-            ) from None
-        y = np.broadcast_to(y, shape)
-        per_point = np.broadcast_to(per_point if per_shape else per_point[0], shape)
-        self._check_support(y, per_point, "y")
+        f, y, per_point, shape = self._broadcast_pointwise(f, y)
         flat_y, flat_f = y.ravel(), np.broadcast_to(f, shape).ravel()
         observed = ~np.isnan(flat_y)
-        c = None if self._per_point_values is None else per_point.ravel()[observed]
+        c = None if self._per_point_values is None else np.broadcast_to(per_point, shape).ravel()[observed]
         outputs = [np.full(flat_y.shape, np.nan) for _ in range(3 if derivatives else 1)]
         if derivatives:
             values = self._derivatives(flat_y[observed], flat_f[observed], c)
         else:
-            values = (np.asarray(self._call(self.log_prob, flat_y[observed], flat_f[observed], per_point=c),
-                                 dtype=np.float64),)
+            values = (self._log_prob(flat_y[observed], flat_f[observed], c),)
         for output, value in zip(outputs, values):
             output[observed] = value
         return tuple(output.reshape(shape)[()] for output in outputs)
@@ -260,21 +312,21 @@ class Custom(Likelihood):
             z, w = nodes[r, :size], weights[r, :size]
             latent = mean[points, None] + s[:, None] * z
             price = s < price_below
-            ell, d1, d2 = self._derivatives(np.repeat(y[points], size), latent.ravel(),
-                                            None if c is None else np.repeat(c, size), second=bool(price.any()))
-            # row sums (not matrix products, whose rounding depends on the number of rows): each point's
-            # result is independent of the others, as for the compiled kernels
-            ell, d1 = ell.reshape(latent.shape), d1.reshape(latent.shape)
-            value[points] = (ell * w).sum(axis=1)
-            d_mean[points] = (d1 * w).sum(axis=1)
+            # y and c as columns: log_prob's terms in y alone are computed once per point, not per node
+            y_column, c_column = y[points, None], None if c is None else c[:, None]
+            ell, d1, d2 = self._derivatives(y_column, latent, c_column, second=bool(price.any()))
+            # row sums by einsum (not matrix products, whose rounding depends on the number of rows):
+            # each point's result is independent of the others, as for the compiled kernels
+            value[points] = np.einsum("ij,j->i", ell, w)
+            d_mean[points] = np.einsum("ij,j->i", d1, w)
             half = size // 2                             # symmetric nodes: z_k = -z_{size-1-k}
-            spread = ((d1[:, :half] - d1[:, ::-1][:, :half]) * (w[:half] * z[:half])).sum(axis=1) / (2.0 * s)
+            pairs = d1[:, :half] - d1[:, :size - half - 1:-1]
+            spread = np.einsum("ij,j->i", pairs, w[:half] * z[:half]) / (2.0 * s)
             price |= np.isnan(spread)                    # ell' infinite at both nodes of a pair, as in _kernels
             if price.any():
                 if d2 is None:
-                    _, _, d2 = self._derivatives(np.repeat(y[points], size), latent.ravel(),
-                                                 None if c is None else np.repeat(c, size))
-                spread = np.where(price, 0.5 * (d2.reshape(latent.shape) * w).sum(axis=1), spread)
+                    d2 = self._derivatives(y_column, latent, c_column)[2]
+                spread = np.where(price, 0.5 * np.einsum("ij,j->i", d2, w), spread)
             d_var[points] = spread
         return value, d_mean, d_var
 
@@ -347,9 +399,7 @@ class Custom(Likelihood):
         points = np.flatnonzero(observed)
         m, v, s2 = mean[points], var[points], spread[points]
         latent = centre[points, None] + np.sqrt(s2)[:, None] * nodes
-        c = None if per_point is None else np.repeat(per_point[points], nodes.size)
-        ell = np.asarray(self._call(self.log_prob, np.repeat(y[points], nodes.size), latent.ravel(), per_point=c),
-                         dtype=np.float64).reshape(latent.shape)
+        ell = self._log_prob(y[points, None], latent, None if per_point is None else per_point[points, None])
         terms = np.log(weights) + ell
         positive = v > 0.0
         with np.errstate(divide="ignore", invalid="ignore"):

@@ -80,7 +80,6 @@ class Gamma(LinkedLikelihood):
     default_link = "log"
     _repr_fields = ("shape", "link")
     _family_functions = (_log_lik, _log_base, _moments)
-    _log_base = staticmethod(_log_base)
 
     def __init__(self, shape=1.0, link="log", n_points=DEFAULT_N_POINTS):
         super().__init__(link, n_points)

@@ -78,7 +78,6 @@ class NegativeBinomial(LinkedLikelihood):
     family_strip_half_width = np.pi  # log(r + e^l) is singular where e^l = -r
     _repr_fields = ("total_count", "link")
     _family_functions = (_log_lik, _log_base, _moments)
-    _log_base = staticmethod(_log_base)
 
     def __init__(self, total_count=1.0, link="log", n_points=DEFAULT_N_POINTS):
         super().__init__(link, n_points)

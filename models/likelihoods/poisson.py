@@ -81,7 +81,6 @@ class Poisson(LinkedLikelihood):
     per_point_name = "exposure"
     _repr_fields = ("exposure", "link")
     _family_functions = (_log_lik, _log_base, _moments)
-    _log_base = staticmethod(_log_base)
 
     def __init__(self, exposure=None, link="log", n_points=DEFAULT_N_POINTS):
         super().__init__(link, n_points)
