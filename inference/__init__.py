@@ -15,7 +15,7 @@ new factor or structured prior is written against (:class:`Factor`,
 (underscore names) are private.
 """
 
-from . import baselines
+from . import baselines, ngvi
 from .blocks import Block, InvalidPosterior
 from .callbacks import IterationInfo
 from .conjugate import BinomialBeta, CategoricalDirichlet, GaussianMixture, GaussianWishart, PoissonGamma
@@ -28,7 +28,7 @@ from .steps import Adaptive, Decaying, Fixed, StepRule
 from .warnings import ConvergenceWarning, StepBackoffWarning
 
 __all__ = [
-    "baselines",
+    "baselines", "ngvi",
     "Model", "FitResult", "Marginals", "Factor", "FactorEval", "SiteView", "GaussianSiteView", "Block",
     "InvalidPosterior", "IterationInfo", "FitFileError", "Adaptive", "Decaying", "Fixed", "StepRule",
     "ConvergenceWarning", "StepBackoffWarning",

@@ -12,7 +12,7 @@ import pytest
 from efvi.models.likelihoods import LINKS
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
-PAGES = ["add_a_likelihood.md", "engine.md", "expfam.md", "extending.md", "kernels.md", "models.md"]
+PAGES = ["add_a_likelihood.md", "engine.md", "expfam.md", "extending.md", "kernels.md", "models.md", "ngvi.md", "nn.md"]
 
 
 def _blocks(page):

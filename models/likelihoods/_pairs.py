@@ -32,6 +32,7 @@ removed.
 import functools
 import hashlib
 import marshal
+import sys
 import types
 
 import numba
@@ -97,8 +98,23 @@ def pair_functions(family, link, wide_rule):
     link_functions = dict(log_mean=link.log_mean, log_complement=link.log_complement)
     log_lik = _bind(_log_lik_template, f"log_lik_{stem}", family_log_lik=family_log, **link_functions)
     moments = _bind(_moments_template, f"moments_{stem}", family_moments=family_mean_var, **link_functions)
-    log_lik = numba.jit(**NUMBA_OPTIONS)(log_lik)
+    # a pair built from functions outside importable modules (a link written in a script or a notebook)
+    # is not cached: its cache entry would refer to a module that a later process cannot import
+    options = NUMBA_OPTIONS if all(_cached(f) for f in (family_log, family_base, family_mean_var, link.log_mean,
+                                                          link.log_complement, wide_rule)) \
+        else dict(NUMBA_OPTIONS, cache=False)
+    log_lik = numba.jit(**options)(log_lik)
     copies = uncached_copies(log_lik, family_base)
     kernel = _bind(_expectations_template, f"expectations_{stem}", log_lik_copy=copies[0], log_base_copy=copies[1],
                    wide_rule=wide_rule)
-    return log_lik, numba.jit(**NUMBA_OPTIONS)(moments), numba.jit(**NUMBA_OPTIONS)(kernel)
+    return log_lik, numba.jit(**options)(moments), numba.jit(**options)(kernel)
+
+
+def _cached(function):
+    """Whether a pair that calls this compiled function can be cached: it lives in an importable module file.
+
+    A function defined in a script, a notebook or ``exec``'d code cannot be found
+    again by a later process that loads the pair from the cache.
+    """
+    module = sys.modules.get(getattr(function.py_func, "__module__", None))
+    return module is not None and module.__name__ != "__main__" and getattr(module, "__file__", None) is not None

@@ -1,0 +1,39 @@
+"""Adam (Kingma and Ba, 2015) on the MAP objective: the point-estimate baseline of Vadam and IVON."""
+
+from ._adam import adam_update
+from ._base import check_betas, check_real
+from ._point import PointOptimizer
+
+
+class Adam(PointOptimizer):
+    """Adam on ``mean NLL + (prior_precision / ess) |w|^2 / 2``.
+
+    Parameters
+    ----------
+    model : object following the ngvi model protocol
+    n_data : int
+    prior_precision : float
+    lr : float
+    betas : (float, float)
+        Moment decays, each in [0, 1).
+    eps : float
+        Added to the root of the second moment.
+    seed : int
+        Seeds the initial parameters.
+    ess : float, optional
+        Effective sample size (default ``n_data``).
+    """
+
+    def __init__(self, model, n_data, *, prior_precision=1.0, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, seed=0,
+                 ess=None):
+        super().__init__(model, n_data, prior_precision=prior_precision, lr=lr, ess=ess, seed=seed)
+        self.betas = check_betas(betas)
+        self.eps = check_real(eps, "eps", low=0.0, expected="a positive finite float")
+        self.first = 0.0 * self.params
+        self.second = 0.0 * self.params
+
+    def _propose(self, X, y, batch_size, step):
+        nll, grad = self._objective_gradient(X, y, batch_size, step)
+        params, first, second = adam_update(self.params, grad, self.first, self.second, step, self.lr,
+                                            *self.betas, self.eps)
+        return {"params": params, "first": first, "second": second}, nll
