@@ -4,7 +4,9 @@ r"""Neural networks whose weights carry a Gaussian posterior, trained by natural
 hand-written forward and backward passes, a likelihood on its outputs
 (``likelihoods.Gaussian(variance=...)``, ``likelihoods.Bernoulli()`` with the
 logit link, or :class:`Softmax` for K >= 2 classes) and the curvature the
-optimisers of :mod:`efvi.inference.ngvi` need.  Those optimisers never import
+optimisers of :mod:`efvi.inference.ngvi` need.  :class:`BayesianMLPClassifier`
+and :class:`BayesianMLPRegressor` train one with an optimiser in the
+scikit-learn style.  Those optimisers never import
 this package: they use any object with the protocol below (duck typing).
 
 The model protocol
@@ -57,6 +59,7 @@ True
 """
 
 from ._outputs import Softmax
+from .estimator import BayesianMLPClassifier, BayesianMLPRegressor
 from .mlp import CURVATURES, MLP
 
-__all__ = ["MLP", "Softmax", "CURVATURES"]
+__all__ = ["MLP", "Softmax", "CURVATURES", "BayesianMLPClassifier", "BayesianMLPRegressor"]

@@ -1,0 +1,288 @@
+"""Bayesian neural-network estimators in the scikit-learn style, trained by natural-gradient VI.
+
+``fit`` builds an :class:`efvi.models.nn.MLP` for the data (a Bernoulli output
+for two classes, a softmax for more, a Gaussian for regression), runs
+``epochs`` passes of minibatch steps of the chosen optimiser of
+:mod:`efvi.inference.ngvi` (IVON by default; Shen et al., 2024) and keeps
+the optimiser, whose Gaussian posterior over the weights gives the
+predictions their uncertainty: ``predict_proba`` averages the class
+probabilities over weight samples, ``predict(X, return_std=True)`` returns
+the predictive standard deviation of ``y``.
+"""
+
+import inspect
+
+import numpy as np
+
+from ...expfam.checks import as_float, check_integer, check_positive
+from ...inference import ngvi
+
+from .. import likelihoods
+from ._outputs import Softmax
+from .mlp import MLP
+
+OPTIMIZERS = {"ivon": ngvi.IVON, "vogn": ngvi.VOGN, "vadam": ngvi.Vadam, "vprop": ngvi.Vprop, "van": ngvi.VAN,
+              "bbb": ngvi.BayesByBackprop, "adam": ngvi.Adam, "rmsprop": ngvi.RMSprop}
+"""The ``optimizer=`` names and the classes they select."""
+
+IVON_REGRESSION_LR = 0.03
+"""IVON's default learning rate in regression, per unit of noise variance (tested at noise variances 0.01-1)."""
+
+
+class _BayesianMLP:
+    """Shared parameters, validation, training loop and ``get_params``/``set_params``."""
+
+    def __init__(self, hidden_layer_sizes=(64,), activation="relu", optimizer="ivon", lr=None, epochs=100,
+                 batch_size=128, prior_precision=1.0, mc_samples=1, n_samples=100, seed=0, progress=False,
+                 optimizer_options=None):
+        self.hidden_layer_sizes = hidden_layer_sizes
+        self.activation = activation
+        self.optimizer = optimizer
+        self.lr = lr
+        self.epochs = epochs
+        self.batch_size = batch_size
+        self.prior_precision = prior_precision
+        self.mc_samples = mc_samples
+        self.n_samples = n_samples
+        self.seed = seed
+        self.progress = progress
+        self.optimizer_options = optimizer_options
+
+    # ------------------------------------------------------------------ scikit-learn protocol
+    @classmethod
+    def _param_names(cls):
+        return [name for name in inspect.signature(cls.__init__).parameters if name != "self"]
+
+    def get_params(self, deep=True):
+        """The constructor's parameters as a dict."""
+        return {name: getattr(self, name) for name in self._param_names()}
+
+    def set_params(self, **params):
+        """Set constructor parameters by name; returns the estimator."""
+        for name, value in params.items():
+            if name not in self._param_names():
+                raise ValueError(f"{name!r} is not a parameter of {type(self).__name__}; "
+                                 f"valid parameters: {', '.join(self._param_names())}")
+            setattr(self, name, value)
+        return self
+
+    def __repr__(self):
+        defaults = inspect.signature(type(self).__init__).parameters
+        changed = [f"{name}={value!r}" for name, value in self.get_params().items()
+                   if not _same(value, defaults[name].default)]
+        return f"{type(self).__name__}({', '.join(changed)})"
+
+    def _forget_fit(self):
+        """Drop what a previous fit learned (a refit may change the number of features)."""
+        for name in [name for name in vars(self) if name.endswith("_") and not name.startswith("_")]:
+            delattr(self, name)
+
+    # ------------------------------------------------------------------ fitting
+    def _check_X(self, X, name="X"):
+        X = as_float(X, name, ndim_min=2)
+        if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
+            raise ValueError(f"{name} must have shape (n_samples, n_features) with both >= 1; got {X.shape}")
+        if hasattr(self, "n_features_in_") and X.shape[1] != self.n_features_in_:
+            raise ValueError(f"{name} must have {self.n_features_in_} features (as in fit); got {X.shape[1]}")
+        return X
+
+    def _layer_sizes(self, n_features, n_outputs):
+        hidden = self.hidden_layer_sizes
+        hidden = (hidden,) if isinstance(hidden, (int, np.integer)) else tuple(hidden)
+        return [n_features, *hidden, n_outputs]
+
+    def _train(self, X, y, likelihood, n_outputs):
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {', '.join(map(repr, OPTIMIZERS))}; got {self.optimizer!r}")
+        epochs = check_integer(self.epochs, "epochs", minimum=1)
+        batch_size = min(check_integer(self.batch_size, "batch_size", minimum=1), X.shape[0])
+        self.n_features_in_ = X.shape[1]
+        self.network_ = MLP(self._layer_sizes(X.shape[1], n_outputs), self.activation, likelihood=likelihood)
+        options = dict(self.optimizer_options or {})
+        options.setdefault("prior_precision", float(check_positive(self.prior_precision, "prior_precision")))
+        if self.lr is not None:
+            options.setdefault("lr", self.lr)
+        options.update({k: v for k, v in self._default_options().items() if k not in options})
+        if self.optimizer not in ("adam", "rmsprop"):
+            options.setdefault("mc_samples", self.mc_samples)
+        self.optimizer_ = OPTIMIZERS[self.optimizer](self.network_, X.shape[0], seed=self.seed, **options)
+        rng = np.random.default_rng(self.seed)
+        losses = []
+        epochs_iter = range(epochs)
+        if self.progress:
+            from tqdm.auto import tqdm
+            epochs_iter = tqdm(epochs_iter, total=epochs, desc=f"{type(self).__name__} ({self.optimizer})",
+                               unit="epoch")
+        for _ in epochs_iter:
+            order = rng.permutation(X.shape[0])
+            total = 0.0
+            for start in range(0, X.shape[0], batch_size):
+                batch = order[start:start + batch_size]
+                total += self.optimizer_.step(X[batch], y[batch]) * batch.shape[0]
+            losses.append(total / X.shape[0])
+            if self.progress:
+                epochs_iter.set_postfix(loss=f"{losses[-1]:.4f}")
+        self.loss_curve_ = np.array(losses)
+        self.n_iter_ = epochs
+        return self
+
+    def _default_options(self):
+        """Optimiser arguments the estimator sets unless given (none by default)."""
+        return {}
+
+    def _check_fitted(self):
+        if not hasattr(self, "optimizer_"):
+            raise ValueError(f"this {type(self).__name__} is not fitted yet: call fit(X, y) first")
+
+    def _predictive(self, X):
+        self._check_fitted()
+        X = self._check_X(X)
+        n_samples = check_integer(self.n_samples, "n_samples", minimum=1)
+        return self.optimizer_.predict(X, n_samples=n_samples, seed=self.seed)
+
+
+class BayesianMLPClassifier(_BayesianMLP):
+    """A Bayesian multilayer-perceptron classifier trained by natural-gradient VI.
+
+    Parameters
+    ----------
+    hidden_layer_sizes : int or tuple of int
+        Units of each hidden layer (default one layer of 64).
+    activation : {"relu", "tanh"}
+    optimizer : {"ivon", "vogn", "vadam", "vprop", "van", "bbb", "adam", "rmsprop"}
+        The optimiser of :mod:`efvi.inference.ngvi` (``"adam"`` and
+        ``"rmsprop"`` give point estimates, without uncertainty).
+    lr : float, optional
+        Learning rate (default: the optimiser's own).
+    epochs : int
+        Passes over the data.
+    batch_size : int
+        Minibatch size (at most the number of samples).
+    prior_precision : float
+        Precision of the N(0, 1 / prior_precision) prior on every weight.
+    mc_samples : int
+        Weight samples per step (variational optimisers).
+    n_samples : int
+        Weight samples averaged by the predictions.
+    seed : int
+        Seeds the optimiser, the minibatch order and the predictions.
+    progress : bool
+        Show a progress bar over the epochs (tqdm).
+    optimizer_options : dict, optional
+        Further keyword arguments of the optimiser (e.g. ``{"betas": (0.9, 0.999)}``).
+
+    Attributes
+    ----------
+    classes_ : ndarray, shape (n_classes,)
+    n_features_in_ : int
+    network_ : efvi.models.nn.MLP
+    optimizer_ : the trained optimiser (its ``posterior`` is the weights' Gaussian)
+    loss_curve_ : ndarray, shape (epochs,)
+        Average negative log-likelihood estimate of each epoch's minibatches.
+    """
+
+    def fit(self, X, y):
+        """Train on ``X`` (n, d) and labels ``y`` (n,) of any sortable type (two or more classes)."""
+        self._forget_fit()
+        X = self._check_X(X)
+        y = np.asarray(y)
+        if y.ndim != 1 or y.shape[0] != X.shape[0]:
+            raise ValueError(f"y must have shape ({X.shape[0]},) (one label per row of X); got {y.shape}")
+        if y.dtype.kind == "f" and not np.isfinite(y).all():
+            raise ValueError("y must contain finite labels; got NaN or inf")
+        self.classes_, codes = np.unique(y, return_inverse=True)
+        if self.classes_.shape[0] < 2:
+            raise ValueError(f"y must contain at least two classes; got only {self.classes_.tolist()}")
+        if self.classes_.shape[0] == 2:
+            return self._train(X, codes.astype(float), likelihoods.Bernoulli(), 1)
+        return self._train(X, codes.astype(float), Softmax(), self.classes_.shape[0])
+
+    def predict_proba(self, X):
+        """Class probabilities averaged over ``n_samples`` posterior weight samples, shape (n, n_classes)."""
+        return self._predictive(X)
+
+    def predict(self, X):
+        """The most probable class of each row, shape (n,)."""
+        proba = self.predict_proba(X)
+        return self.classes_[np.argmax(proba, axis=1)]
+
+    def score(self, X, y):
+        """Mean accuracy on ``(X, y)``."""
+        return float(np.mean(self.predict(X) == np.asarray(y)))
+
+
+class BayesianMLPRegressor(_BayesianMLP):
+    """A Bayesian multilayer-perceptron regressor trained by natural-gradient VI.
+
+    Targets are standardised with the training mean and standard deviation;
+    the Gaussian noise has variance ``noise_variance`` in those units.
+
+    Parameters
+    ----------
+    noise_variance : float
+        Observation noise variance of the standardised targets (default 0.1).
+    lr : float, optional
+        Learning rate (default: the optimiser's own, except IVON's, which is
+        ``IVON_REGRESSION_LR * noise_variance``: the curvature of a Gaussian
+        likelihood grows like the noise precision).
+    hidden_layer_sizes, activation, optimizer, lr, epochs, batch_size, prior_precision, mc_samples,
+    n_samples, seed, progress, optimizer_options :
+        As :class:`BayesianMLPClassifier`.
+
+    Attributes
+    ----------
+    n_features_in_, network_, optimizer_, loss_curve_ :
+        As :class:`BayesianMLPClassifier`.
+    y_mean_, y_scale_ : float
+        The training targets' mean and standard deviation.
+    """
+
+    def __init__(self, hidden_layer_sizes=(64,), activation="relu", optimizer="ivon", lr=None, epochs=100,
+                 batch_size=128, prior_precision=1.0, mc_samples=1, n_samples=100, seed=0, progress=False,
+                 optimizer_options=None, noise_variance=0.1):
+        super().__init__(hidden_layer_sizes, activation, optimizer, lr, epochs, batch_size, prior_precision,
+                         mc_samples, n_samples, seed, progress, optimizer_options)
+        self.noise_variance = noise_variance
+
+    def fit(self, X, y):
+        """Train on ``X`` (n, d) and real targets ``y`` (n,)."""
+        self._forget_fit()
+        X = self._check_X(X)
+        y = as_float(y, "y")
+        if y.ndim != 1 or y.shape[0] != X.shape[0]:
+            raise ValueError(f"y must have shape ({X.shape[0]},) (one target per row of X); got {y.shape}")
+        self.y_mean_ = float(np.mean(y))
+        self.y_scale_ = float(np.std(y)) if np.std(y) > 0 else 1.0
+        likelihood = likelihoods.Gaussian(variance=float(check_positive(self.noise_variance, "noise_variance")))
+        return self._train(X, (y - self.y_mean_) / self.y_scale_, likelihood, 1)
+
+    def _default_options(self):
+        # IVON's first steps are gradient steps of size lr * (hess_init + delta) (its curvature adapts over
+        # ~1 / (1 - beta2) steps) on a loss whose curvature grows like 1 / noise_variance: scale its rate
+        if self.optimizer == "ivon":
+            return {"lr": IVON_REGRESSION_LR * float(self.noise_variance)}
+        return {}
+
+    def predict(self, X, return_std=False):
+        """Predictive mean of ``y`` (n,), and with ``return_std`` its standard deviation (n,) (noise included)."""
+        mean, var = self._predictive(X)
+        mean = mean * self.y_scale_ + self.y_mean_
+        if return_std:
+            return mean, np.sqrt(var) * self.y_scale_
+        return mean
+
+    def score(self, X, y):
+        """Coefficient of determination R^2 of the predictive mean."""
+        y = as_float(y, "y")
+        residual = np.sum((y - self.predict(X)) ** 2)
+        return float(1.0 - residual / np.sum((y - y.mean()) ** 2))
+
+
+def _same(value, default):
+    try:
+        return bool(value == default)
+    except (TypeError, ValueError):
+        return value is default
+
+
+__all__ = ["BayesianMLPClassifier", "BayesianMLPRegressor", "OPTIMIZERS"]

@@ -1,0 +1,100 @@
+"""The Bayesian MLP estimators: accuracy against scikit-learn's MLP, uncertainty, parameters, bad input."""
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.datasets import load_breast_cancer, load_digits
+from sklearn.neural_network import MLPClassifier
+
+from efvi.models import nn
+
+
+@pytest.fixture(scope="module")
+def breast_cancer():
+    X, y = load_breast_cancer(return_X_y=True)
+    X = (X - X.mean(0)) / X.std(0)
+    order = np.random.default_rng(0).permutation(len(y))
+    return X[order[:400]], y[order[:400]], X[order[400:]], y[order[400:]]
+
+
+def test_binary_classifier_is_as_accurate_as_scikit_learns_mlp(breast_cancer):
+    X, y, X_test, y_test = breast_cancer
+    ours = nn.BayesianMLPClassifier(hidden_layer_sizes=(32,), epochs=30, seed=1).fit(X, y)
+    with pytest.warns(ConvergenceWarning):
+        theirs = MLPClassifier(hidden_layer_sizes=(32,), max_iter=300, random_state=1).fit(X, y)
+    assert ours.score(X_test, y_test) >= theirs.score(X_test, y_test) - 0.03
+    proba = ours.predict_proba(X_test)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-12)
+    assert proba.shape == (len(y_test), 2) and ours.loss_curve_.shape == (30,)
+    assert ours.loss_curve_[-1] < ours.loss_curve_[0]
+
+
+def test_string_labels_and_many_classes():
+    X, y = load_digits(return_X_y=True)
+    X, names = X[:600] / 16.0, np.array(list("abcdefghij"))[y[:600]]
+    model = nn.BayesianMLPClassifier(hidden_layer_sizes=32, epochs=30, batch_size=64).fit(X[:500], names[:500])
+    assert list(model.classes_) == list("abcdefghij")
+    with pytest.warns(ConvergenceWarning):
+        theirs = MLPClassifier(hidden_layer_sizes=(32,), max_iter=300, random_state=0).fit(X[:500], names[:500])
+    # a N(0, I) prior regularises far more than scikit-learn's alpha = 1e-4 on 500 images
+    assert model.score(X[500:], names[500:]) >= theirs.score(X[500:], names[500:]) - 0.06
+    assert set(model.predict(X[500:])) <= set("abcdefghij")
+
+
+def test_regressor_fits_and_is_uncertain_away_from_the_data():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-3, 3, (300, 1))
+    y = 5.0 + 2.0 * np.sin(X[:, 0]) + 0.2 * rng.normal(size=300)
+    model = nn.BayesianMLPRegressor(epochs=400, batch_size=32).fit(X, y)
+    assert model.score(X, y) > 0.9
+    mean, std = model.predict(np.array([[0.5], [1.5], [9.0]]), return_std=True)
+    np.testing.assert_allclose(mean[:2], 5.0 + 2.0 * np.sin([0.5, 1.5]), atol=0.1)
+    # the noise alone gives sqrt(noise_variance) * sd(y); far from the data the weights' uncertainty adds to it
+    assert std[:2].min() >= np.sqrt(0.1) * y.std() * 0.999 and std[2] > 2 * std[0]
+
+
+# learning rates that reach a good fit in 40 steps (the optimisers' own defaults suit longer runs)
+RATES = {"ivon": None, "vogn": 0.1, "vadam": 0.03, "vprop": 0.003, "van": 0.1, "bbb": 0.01, "adam": 0.01,
+         "rmsprop": 0.003}
+
+
+@pytest.mark.parametrize("optimizer", sorted(nn.estimator.OPTIMIZERS))
+def test_every_optimizer_name_trains(optimizer, breast_cancer):
+    X, y, X_test, y_test = breast_cancer
+    model = nn.BayesianMLPClassifier(hidden_layer_sizes=(8,), optimizer=optimizer, epochs=10, seed=0,
+                                     lr=RATES[optimizer]).fit(X, y)
+    assert np.isfinite(model.loss_curve_).all() and model.score(X_test, y_test) > 0.85
+
+
+def test_same_seed_same_model_and_params_round_trip(breast_cancer):
+    X, y, X_test, _ = breast_cancer
+    a = nn.BayesianMLPClassifier(epochs=3, seed=4).fit(X, y).predict_proba(X_test)
+    b = nn.BayesianMLPClassifier(epochs=3, seed=4).fit(X, y).predict_proba(X_test)
+    np.testing.assert_array_equal(a, b)
+    model = nn.BayesianMLPClassifier(epochs=7)
+    assert model.get_params()["epochs"] == 7 and repr(model) == "BayesianMLPClassifier(epochs=7)"
+    assert model.set_params(optimizer="vogn").optimizer == "vogn"
+    with pytest.raises(ValueError, match="'epoch' is not a parameter"):
+        model.set_params(epoch=3)
+
+
+def test_bad_input_is_named(breast_cancer):
+    X, y, _, _ = breast_cancer
+    model = nn.BayesianMLPClassifier(epochs=1)
+    with pytest.raises(ValueError, match="not fitted"):
+        model.predict(X)
+    with pytest.raises(ValueError, match="optimizer must be one of"):
+        nn.BayesianMLPClassifier(optimizer="sgd").fit(X, y)
+    with pytest.raises(ValueError, match="epochs"):
+        nn.BayesianMLPClassifier(epochs=0).fit(X, y)
+    with pytest.raises(ValueError, match="at least two classes"):
+        model.fit(X, np.zeros(len(y)))
+    with pytest.raises(ValueError, match=r"y must have shape \(400,\)"):
+        model.fit(X, y[:-1])
+    with pytest.raises(ValueError, match="X"):
+        model.fit(np.where(np.eye(400, 30, dtype=bool), np.nan, X), y)
+    model.fit(X, y)
+    with pytest.raises(ValueError, match="X must have 30 features"):
+        model.predict(X[:, :5])
+    with pytest.raises(ValueError, match="noise_variance"):
+        nn.BayesianMLPRegressor(noise_variance=0.0).fit(X, y)
