@@ -1,4 +1,4 @@
-"""KL(q || p) of every structured block equals the dense Gaussian KL and the site formula.
+"""KL(q || p) and log Z of every structured block equal dense Gaussian computations and the site formula.
 
 Each structure (dense GP, Markov GP, the GLM's dual route) returns the KL of its
 posterior with the solver's result; the site formula ``sum_i E_q[log t_i] - log Z``
@@ -28,6 +28,17 @@ def _dense_kl(prior_mean, K, natural_mean, precision):
     return m, np.diag(S), kl
 
 
+def _dense_log_normaliser(prior_mean, K, natural_mean, precision):
+    """log of the integral of N(f; prior_mean, K) prod_i exp(gamma_i f_i - pi_i f_i^2 / 2) df, from dense matrices."""
+    def log_partition(eta1, precision_matrix):      # of exp(eta1^T f - f^T P f / 2)
+        n = precision_matrix.shape[0]
+        return (0.5 * eta1 @ np.linalg.solve(precision_matrix, eta1) - 0.5 * np.linalg.slogdet(precision_matrix)[1]
+                + 0.5 * n * np.log(2 * np.pi))
+    K_inv = np.linalg.inv(K)
+    return (log_partition(K_inv @ prior_mean + natural_mean, K_inv + np.diag(precision))
+            - log_partition(K_inv @ prior_mean, K_inv))
+
+
 def _sites(n, rng, negative=False):
     precision = rng.uniform(0.1, 3.0, n)
     if negative:
@@ -47,6 +58,7 @@ def test_gp_kl_is_the_dense_kl_and_the_site_formula(negative):
     np.testing.assert_allclose(q.var, v, rtol=1e-9)
     assert block.kl(q) == pytest.approx(kl, rel=1e-9)
     assert site_kl(gamma, pi, q.mean, q.var, q.log_normaliser) == pytest.approx(kl, rel=1e-9)
+    assert q.log_normaliser == pytest.approx(_dense_log_normaliser(np.full(25, 0.4), block._K, gamma, pi), rel=1e-9)
 
 
 def test_markov_gp_kl_is_the_dense_kl_of_its_kernel():
@@ -60,6 +72,8 @@ def test_markov_gp_kl_is_the_dense_kl_of_its_kernel():
     np.testing.assert_allclose(q.mean, m, rtol=1e-8, atol=1e-9)
     np.testing.assert_allclose(q.var, v, rtol=1e-8)
     assert block.kl(q) == pytest.approx(kl, rel=1e-8)
+    assert q.log_normaliser == pytest.approx(_dense_log_normaliser(np.zeros(40), kernel(t[:, None]), gamma, pi),
+                                             rel=1e-8)
 
 
 def test_glm_dual_kl_is_the_dense_kl_of_the_weights():
