@@ -63,13 +63,7 @@ def gradient_of_log_partition(log_partition, natural, event_ndims):
 def hessian_of_log_partition(log_partition, natural, event_ndims):
     """Hessian of ``log_partition`` at each batch element, in flattened coordinates.
 
-    Parameters
-    ----------
-    log_partition : callable(tuple of arrays) -> array, shape ``batch``
-        Written with ``autograd.numpy``.
-    natural : tuple of arrays
-        Part ``j`` has shape ``batch_j + event_j``; the batch shapes broadcast.
-    event_ndims : tuple of int
+    Parameters are those of :func:`gradient_of_log_partition`.
 
     Returns
     -------

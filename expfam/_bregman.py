@@ -273,6 +273,19 @@ def _binet_below(x):
     return np.where(low, (below + 0.5) * np.log1p(1.0 / below) - 1.0 + shifted, shifted)
 
 
+def _by_size(x, asymptotic, below):
+    """``asymptotic(x)`` where ``x >= ASYMPTOTIC_MIN`` and ``below(x)`` elsewhere, each evaluated only at
+    valid points (the other entries are replaced by ``ASYMPTOTIC_MIN`` or 1); shape ``x``'s."""
+    x = np.asarray(x, dtype=float)
+    big = x >= ASYMPTOTIC_MIN
+    if big.all():
+        return asymptotic(x)
+    small = below(np.where(big, 1.0, x))
+    if not big.any():
+        return small
+    return np.where(big, asymptotic(np.where(big, x, ASYMPTOTIC_MIN)), small)
+
+
 def binet(x):
     """Binet's function ``R(x) = log Gamma(x) - (x - 1/2) log x + x - log(2 pi) / 2`` for ``x > 0``.
 
@@ -287,14 +300,7 @@ def binet(x):
     -------
     ndarray, same shape
     """
-    x = np.asarray(x, dtype=float)
-    big = x >= ASYMPTOTIC_MIN
-    if big.all():
-        return _stirling(x)[0]
-    small = _binet_below(np.where(big, 1.0, x))
-    if not big.any():
-        return small
-    return np.where(big, _stirling(np.where(big, x, ASYMPTOTIC_MIN))[0], small)
+    return _by_size(x, lambda large: _stirling(large)[0], _binet_below)
 
 
 def _binet_direct(c, a, h):
@@ -438,15 +444,12 @@ def entropy_part(x):
     -------
     ndarray, same shape
     """
-    x = np.asarray(x, dtype=float)
-    big = x >= ASYMPTOTIC_MIN
-    if big.all():
-        return _entropy_asymptotic(x)
-    tiny = np.where(big, 1.0, x)
-    direct = special.gammaln(tiny) - (tiny - 1.0) * special.digamma(tiny) + tiny
-    if not big.any():
-        return direct
-    return np.where(big, _entropy_asymptotic(np.where(big, x, ASYMPTOTIC_MIN)), direct)
+    return _by_size(x, _entropy_asymptotic, _entropy_direct)
+
+
+def _entropy_direct(x):
+    """``E(x)`` by its definition, for ``x < ASYMPTOTIC_MIN``."""
+    return special.gammaln(x) - (x - 1.0) * special.digamma(x) + x
 
 
 def _entropy_asymptotic(x):

@@ -195,9 +195,10 @@ def newton_steps(fisher, gradient, rounding, antisymmetric):
     values, vectors = np.linalg.eigh(equilibrated)
     lowest = RCOND * values[:, -1:]
     raised = np.any(values < lowest, axis=-1)
-    inverse = np.einsum("nik,nk,njk->nij", vectors, 1.0 / np.maximum(values, lowest), vectors) / outer
-    step = np.einsum("nij,nj->ni", inverse, gradient)
-    return step, np.einsum("nij,nj->ni", np.abs(inverse), rounding), raised, scale
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):    # a zero or overflowing F: the line
+        inverse = np.einsum("nik,nk,njk->nij", vectors, 1.0 / np.maximum(values, lowest), vectors) / outer
+        step = np.einsum("nij,nj->ni", inverse, gradient)                  # search rejects a non-finite step
+        return step, np.einsum("nij,nj->ni", np.abs(inverse), rounding), raised, scale
 
 
 def mean_to_natural(family, mean, natural_to_mean=None, fisher=None):
@@ -286,8 +287,8 @@ def _line_search(family, parts, objective, natural_to_mean, ndims, rows, mu, gra
     ``t`` is the first of ``1, 1/2, 1/4, ...`` at which the trial lies inside the
     natural parameter space and ``f`` decreases enough, or for ``t = 1`` the
     scaled residual ``|g / d|`` at least halves (``gradient`` is ``g``, ``scale``
-    is ``d``); from a full step, ``t`` doubles while ``f`` keeps decreasing by more
-    than its rounding.
+    is ``d``); from a full step that decreased ``f`` by more than its rounding,
+    ``t`` doubles while ``f`` keeps decreasing by more than its rounding.
 
     Returns
     -------
@@ -299,8 +300,8 @@ def _line_search(family, parts, objective, natural_to_mean, ndims, rows, mu, gra
 
     def trial(index, t):
         """The rows ``index`` moved by ``t`` steps, and ``f`` there (``inf`` outside the parameter space)."""
-        moved = rows[index] - t[:, None] * step[index]
         with np.errstate(all="ignore"):
+            moved = rows[index] - t[:, None] * step[index]
             inside = np.asarray(np.broadcast_to(family.is_valid_natural(parts(moved)), index.shape))
         value = np.full(index.shape, np.inf)
         if np.any(inside):
@@ -313,7 +314,8 @@ def _line_search(family, parts, objective, natural_to_mean, ndims, rows, mu, gra
     for halving in range(MAX_HALVINGS + 1):
         todo = np.flatnonzero(~accepted)
         moved, moved_value = trial(todo, t[todo])
-        good = moved_value <= current[todo] - ARMIJO * t[todo] * slope[todo] + allowance[todo]
+        with np.errstate(invalid="ignore"):                     # a non-finite step: never good
+            good = moved_value <= current[todo] - ARMIJO * t[todo] * slope[todo] + allowance[todo]
         retry = np.flatnonzero(np.isfinite(moved_value) & ~good) if halving == 0 else []
         if len(retry):
             with np.errstate(all="ignore"):
@@ -325,7 +327,9 @@ def _line_search(family, parts, objective, natural_to_mean, ndims, rows, mu, gra
         t[todo[~good]] *= 0.5
         if np.all(accepted):
             break
-    growing = np.flatnonzero(accepted & (t == 1.0))
+    # only steps that decreased f beyond its rounding grow: near the solution f is rounding noise, and a
+    # doubled Newton step there lands on the mirror point (an oscillation that never stops)
+    growing = np.flatnonzero(accepted & (t == 1.0) & (value < current - allowance))
     for _ in range(MAX_EXPANSIONS):
         if not growing.size:
             break

@@ -15,10 +15,18 @@ def register(cls):
     -------
     cls : type
         The same class, so the decorator can sit on the class definition.
+
+    Raises
+    ------
+    ValueError
+        If another family already has the name.  A class defined again in the
+        same module under the same name (a script or notebook cell run twice)
+        is the same family and replaces the earlier definition.
     """
     name = cls.name
-    if name in _FAMILIES and _FAMILIES[name] is not cls:
-        raise ValueError(f"a family named {name!r} is already registered: {_FAMILIES[name]!r}")
+    known = _FAMILIES.get(name, cls)
+    if known is not cls and (known.__module__, known.__qualname__) != (cls.__module__, cls.__qualname__):
+        raise ValueError(f"a family named {name!r} is already registered: {known!r}")
     _FAMILIES[name] = cls
     return cls
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from ._base import ExponentialFamily
 from ._registry import register
-from .checks import natural_from_shape, number
+from .checks import broadcast_pair, natural_from_shape, number
 from .dirichlet import Dirichlet, entropy_from_concentration, kl_from_natural
 
 
@@ -66,12 +66,7 @@ class Beta(ExponentialFamily):
     def __init__(self, a, b):
         a_minus_one = natural_from_shape(a, "a", "a - 1")
         b_minus_one = natural_from_shape(b, "b", "b - 1")
-        try:
-            a_minus_one, b_minus_one = (np.array(x) for x in np.broadcast_arrays(a_minus_one, b_minus_one))
-        except ValueError:
-            raise ValueError(
-                f"a of shape {a_minus_one.shape} and b of shape {b_minus_one.shape} do not broadcast"
-            ) from None
+        a_minus_one, b_minus_one = broadcast_pair(a_minus_one, b_minus_one, "a", "b")
         self._natural = Beta.from_natural((a_minus_one, b_minus_one), validate=False).natural
         self._mean_params = None
 

@@ -135,6 +135,22 @@ def check_pd(x, name):
     return arr
 
 
+def broadcast_pair(first, second, first_name, second_name):
+    """``first`` and ``second`` broadcast to their common shape, as new (writable) float arrays.
+
+    Raises
+    ------
+    ValueError
+        Naming both arguments and their shapes if the shapes do not broadcast.
+    """
+    try:
+        return tuple(np.array(x, dtype=float) for x in np.broadcast_arrays(first, second))
+    except ValueError:
+        raise ValueError(
+            f"{first_name} of shape {np.shape(first)} and {second_name} of shape {np.shape(second)} do not broadcast"
+        ) from None
+
+
 def _smallest_representable(shift, scale):
     """The smallest float ``x`` with ``scale * (x - shift) > -1`` in float64 arithmetic."""
     candidate = shift + np.nextafter(-1.0, 0.0) / scale

@@ -31,7 +31,7 @@ import numpy as np
 from ._base import ExponentialFamily
 from ._gaussian_measure import GaussianBaseMeasure
 from ._registry import register
-from .checks import as_float, check_positive, number
+from .checks import as_float, broadcast_pair, check_positive, number
 
 
 @register
@@ -135,12 +135,7 @@ class DiagonalGaussian(GaussianBaseMeasure, ExponentialFamily):
         """
         mean = as_float(mean, "mean", ndim_min=1)
         var = check_positive(var, "var")
-        try:
-            mean, var = np.broadcast_arrays(mean, var)
-        except ValueError:
-            raise ValueError(
-                f"mean of shape {mean.shape} and var of shape {var.shape} do not broadcast"
-            ) from None
+        mean, var = broadcast_pair(mean, var, "mean", "var")
         return cls.from_natural((mean / var, -0.5 / var), validate=False)
 
     # ------------------------------------------------------------------ readable properties

@@ -72,7 +72,7 @@ from ._bregman import entropy_part
 from ._bregman_kernels import gamma_kl_kernel
 from ._registry import register
 from ._special import gamma_shape_from_log_gap
-from .checks import check_positive, natural_from_shape, number
+from .checks import broadcast_pair, check_positive, natural_from_shape, number
 
 
 @register
@@ -108,12 +108,7 @@ class Gamma(ExponentialFamily):
     def __init__(self, shape, rate):
         shape_minus_one = natural_from_shape(shape, "shape", "shape - 1")
         rate = check_positive(rate, "rate")
-        try:
-            shape_minus_one, rate = (np.array(x) for x in np.broadcast_arrays(shape_minus_one, rate))
-        except ValueError:
-            raise ValueError(
-                f"shape of shape {shape_minus_one.shape} and rate of shape {rate.shape} do not broadcast"
-            ) from None
+        shape_minus_one, rate = broadcast_pair(shape_minus_one, rate, "shape", "rate")
         self._natural = Gamma.from_natural((shape_minus_one, -rate), validate=False).natural
         self._mean_params = None
 

@@ -43,8 +43,8 @@ from ._base import ExponentialFamily
 from ._bregman import entropy_part
 from ._differentiable import gammaln
 from ._registry import register
-from .checks import check_positive, violation
-from .gamma import kl_from_natural
+from .checks import broadcast_pair, check_positive, violation
+from .gamma import Gamma, kl_from_natural
 
 
 @register
@@ -87,12 +87,7 @@ class InverseGamma(ExponentialFamily):
                 f"-(shape + 1) is < -1 in float64; got {violation(shape, collapsed)}"
             )
         scale = check_positive(scale, "scale")
-        try:
-            natural_shape, scale = (np.array(x) for x in np.broadcast_arrays(natural_shape, scale))
-        except ValueError:
-            raise ValueError(
-                f"shape of shape {natural_shape.shape} and scale of shape {scale.shape} do not broadcast"
-            ) from None
+        natural_shape, scale = broadcast_pair(natural_shape, scale, "shape", "scale")
         self._natural = InverseGamma.from_natural((natural_shape, -scale), validate=False).natural
         self._mean_params = None
 
@@ -124,9 +119,8 @@ class InverseGamma(ExponentialFamily):
 
     @classmethod
     def in_support(cls, z):
-        """``0 < z < inf``, shape ``z.shape``."""
-        z = np.asarray(z, dtype=float)
-        return (z > 0.0) & (z < np.inf)
+        """``0 < z < inf``, the Gamma's support; shape ``z.shape``."""
+        return Gamma.in_support(z)
 
     @classmethod
     def _sample(cls, natural, rng, n):

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from efvi.expfam._registry import _FAMILIES
 from efvi.models.likelihoods import LINKS
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
-PAGES = ["add_a_likelihood.md", "engine.md", "expfam.md", "extending.md", "kernels.md", "models.md", "ngvi.md", "nn.md"]
+PAGES = ["add_a_family.md", "add_a_likelihood.md", "engine.md", "expfam.md", "extending.md", "kernels.md", "models.md", "ngvi.md", "nn.md"]
 
 
 def _blocks(page):
@@ -25,11 +26,13 @@ def test_every_page_with_python_blocks_is_listed():
 
 @pytest.fixture
 def restored_registries():
-    """Links a page registers (a worked "add a link") are forgotten afterwards: later tests see the library's own."""
-    saved = dict(LINKS)
+    """Links and families a page registers (a worked "add a link", "add a family") are forgotten afterwards:
+    later tests see the library's own."""
+    saved = [(registry, dict(registry)) for registry in (LINKS, _FAMILIES)]
     yield
-    LINKS.clear()
-    LINKS.update(saved)
+    for registry, entries in saved:
+        registry.clear()
+        registry.update(entries)
 
 
 @pytest.mark.parametrize("page", PAGES)

@@ -6,11 +6,7 @@ Each property is checked against an independent route: autograd derivatives
 of the log-partition, scipy.stats, and seeded Monte Carlo whose tolerance is
 ``SE_MULTIPLE`` standard errors estimated from the same samples.
 
-Parameter tuples are compared in flattened coordinates by the relative error
-``max|x - y| / max(max|y|, ZERO_SCALE)`` per batch element: a parameter whose
-every entry is below ``ZERO_SCALE`` is compared absolutely at that scale, since
-float64 mean parameters cannot resolve relative changes of a parameter near
-zero (a logit of 1e-154 has p = 0.5 exactly).
+Parameter tuples are compared by the relative errors of ``tests/expfam/_compare.py``.
 """
 
 import re
@@ -23,6 +19,7 @@ from hypothesis import given, settings
 
 from efvi import expfam
 
+from ._compare import case_of, flat, floats, matrix_relative_error, relative_error
 from .cases import CASES
 
 NAMES = expfam.names()
@@ -31,38 +28,11 @@ SE_MULTIPLE = 5.0
 GRADIENT_RTOL = 1e-8
 EXTREME_RTOL = 1e-6
 SCIPY_RTOL = 1e-10
-ZERO_SCALE = 1e-3
-
-
-def _case(name):
-    if name not in CASES:
-        pytest.fail(f"registered family {name!r} has no test case in tests/expfam/cases/")
-    return CASES[name]
-
-
-def _floats(params):
-    return tuple(np.asarray(p, dtype=float) for p in params)
-
-
-def _flat(family, params):
-    return expfam.flatten(_floats(params), family.event_ndims)
-
-
-def _relative_error(family, value, reference):
-    """Per batch element, ``max|value - reference| / max(max|reference|, ZERO_SCALE)`` over the flattened parameters."""
-    value, reference = _flat(family, value), _flat(family, reference)
-    error = np.max(np.abs(value - reference), axis=-1)
-    return error / np.maximum(np.max(np.abs(reference), axis=-1), ZERO_SCALE)
-
-
-def _matrix_relative_error(value, reference):
-    """Per batch element, ``max|value - reference| / max|reference|`` over a matrix."""
-    return np.max(np.abs(value - reference), axis=(-2, -1)) / np.max(np.abs(reference), axis=(-2, -1))
 
 
 def _autograd_mean(family, natural):
     """``grad A`` by autograd: the gradient of ``A`` summed over the batch."""
-    return autograd.grad(lambda nat: anp.sum(family.log_partition(nat)))(_floats(natural))
+    return autograd.grad(lambda nat: anp.sum(family.log_partition(nat)))(floats(natural))
 
 
 def _unflatten(flat, like, event_ndims):
@@ -78,7 +48,7 @@ def _unflatten(flat, like, event_ndims):
 
 def _autograd_fisher(family, natural):
     """``hess A`` by autograd in flattened coordinates, shape ``batch + (P, P)``."""
-    natural = _floats(natural)
+    natural = floats(natural)
     flat = expfam.flatten(natural, family.event_ndims)
     rows = flat.reshape(-1, flat.shape[-1])
     for ours, reference in zip(_unflatten(rows, natural, family.event_ndims),
@@ -121,7 +91,7 @@ def _rolled(q):
 # ---------------------------------------------------------------------------- coverage
 @pytest.mark.parametrize("name", NAMES)
 def test_every_registered_family_has_a_case(name):
-    case = _case(name)
+    case = case_of(name)
     assert case.family is expfam.get(name)
     assert case.examples and case.extreme
 
@@ -133,23 +103,23 @@ def test_every_case_is_a_registered_family():
 # ---------------------------------------------------------------------------- maps
 @pytest.mark.parametrize("name", NAMES)
 def test_natural_to_mean_is_the_gradient_of_the_log_partition(name):
-    case = _case(name)
+    case = case_of(name)
     family = case.family
 
     @settings(max_examples=25, deadline=None)
     @given(case.moderate)
     def check(natural):
-        error = _relative_error(family, family.natural_to_mean(natural), _autograd_mean(family, natural))
+        error = relative_error(family, family.natural_to_mean(natural), _autograd_mean(family, natural))
         assert np.all(error <= GRADIENT_RTOL), error
 
     check()
     for q in case.examples:
-        assert np.all(_relative_error(family, q.mean_params, _autograd_mean(family, q.natural)) <= GRADIENT_RTOL)
+        assert np.all(relative_error(family, q.mean_params, _autograd_mean(family, q.natural)) <= GRADIENT_RTOL)
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_mean_to_natural_inverts_natural_to_mean(name):
-    case = _case(name)
+    case = case_of(name)
     family = case.family
 
     @settings(max_examples=50, deadline=None)
@@ -157,7 +127,7 @@ def test_mean_to_natural_inverts_natural_to_mean(name):
     def check(natural):
         assert np.all(family.is_valid_natural(natural))
         back = family.mean_to_natural(family.natural_to_mean(natural))
-        error = _relative_error(family, back, natural)
+        error = relative_error(family, back, natural)
         assert np.all(error <= case.mean_to_natural_rtol), error
 
     check()
@@ -165,16 +135,16 @@ def test_mean_to_natural_inverts_natural_to_mean(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_extremes_round_trip_and_stay_finite(name):
-    case = _case(name)
+    case = case_of(name)
     family = case.family
     for natural in case.extreme:
-        natural = _floats(natural)
+        natural = floats(natural)
         assert np.all(family.is_valid_natural(natural))
         mean = family.natural_to_mean(natural)
         back = family.mean_to_natural(mean)
         for part in mean + tuple(back):
             assert np.all(np.isfinite(part))
-        assert np.all(_relative_error(family, back, natural) <= EXTREME_RTOL)
+        assert np.all(relative_error(family, back, natural) <= EXTREME_RTOL)
         q = family.from_natural(natural)
         for value in (q.log_partition_value(), family.fisher(natural), q.entropy(), q.kl(q)):
             assert np.all(np.isfinite(value))
@@ -182,24 +152,24 @@ def test_extremes_round_trip_and_stay_finite(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_fisher_is_the_hessian_of_the_log_partition(name):
-    case = _case(name)
+    case = case_of(name)
     family = case.family
 
     @settings(max_examples=10, deadline=None)
     @given(case.moderate)
     def check(natural):
-        error = _matrix_relative_error(family.fisher(natural), _autograd_fisher(family, natural))
+        error = matrix_relative_error(family.fisher(natural), _autograd_fisher(family, natural))
         assert np.all(error <= GRADIENT_RTOL), error
 
     check()
     for q in case.examples:
-        assert np.all(_matrix_relative_error(family.fisher(q.natural), _autograd_fisher(family, q.natural))
+        assert np.all(matrix_relative_error(family.fisher(q.natural), _autograd_fisher(family, q.natural))
                       <= GRADIENT_RTOL)
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_fisher_vector_product_matches_autograd(name):
-    case = _case(name)
+    case = case_of(name)
     family = case.family
     rng = np.random.default_rng(1)
     for q in case.examples:
@@ -207,16 +177,16 @@ def test_fisher_vector_product_matches_autograd(name):
         gradient = autograd.grad(lambda nat: anp.sum(family.log_partition(nat)))
         reference = autograd.grad(
             lambda nat: sum(anp.sum(g * v) for g, v in zip(gradient(nat), vector))
-        )(_floats(q.natural))
+        )(floats(q.natural))
         product = family.fisher_vp(q.natural, vector)
-        assert np.all(_relative_error(family, product, reference) <= GRADIENT_RTOL)
+        assert np.all(relative_error(family, product, reference) <= GRADIENT_RTOL)
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_fisher_is_the_covariance_of_the_statistics(name):
-    case = _case(name)
+    case = case_of(name)
     for seed, q in enumerate(case.examples):
-        stats = _flat(type(q), q.sufficient_stats_of(_samples(q, seed)))
+        stats = flat(type(q), q.sufficient_stats_of(_samples(q, seed)))
         centred = stats - stats.mean(axis=0)
         products = centred[..., :, None] * centred[..., None, :]
         covariance = products.sum(axis=0) / (N_SAMPLES - 1)
@@ -225,11 +195,11 @@ def test_fisher_is_the_covariance_of_the_statistics(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_sample_moments_match_mean_params(name):
-    case = _case(name)
+    case = case_of(name)
     for seed, q in enumerate(case.examples):
         z = _samples(q, 100 + seed)
-        stats = _flat(type(q), q.sufficient_stats_of(z))
-        _within_standard_errors(stats.mean(axis=0), stats, _flat(type(q), q.mean_params))
+        stats = flat(type(q), q.sufficient_stats_of(z))
+        _within_standard_errors(stats.mean(axis=0), stats, flat(type(q), q.mean_params))
         if isinstance(z, np.ndarray):
             _within_standard_errors(z.mean(axis=0), z, q.mean)
             if hasattr(q, "var"):
@@ -240,7 +210,7 @@ def test_sample_moments_match_mean_params(name):
 # ---------------------------------------------------------------------------- densities
 @pytest.mark.parametrize("name", NAMES)
 def test_logpdf_matches_scipy(name):
-    case = _case(name)
+    case = case_of(name)
     if case.scipy_logpdf is None:
         pytest.skip(f"scipy has no {name} distribution")
     for seed, q in enumerate(case.examples):
@@ -250,7 +220,7 @@ def test_logpdf_matches_scipy(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_entropy_matches_scipy_and_monte_carlo(name):
-    case = _case(name)
+    case = case_of(name)
     for seed, q in enumerate(case.examples):
         entropy = q.entropy()
         assert entropy.shape == q.batch_shape
@@ -262,7 +232,7 @@ def test_entropy_matches_scipy_and_monte_carlo(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_kl_is_zero_to_itself_nonnegative_and_matches_monte_carlo(name):
-    case = _case(name)
+    case = case_of(name)
     for seed, q in enumerate(_batched_examples(case)):
         p = _rolled(q)
         np.testing.assert_allclose(q.kl(q), 0.0, atol=1e-12)
@@ -277,20 +247,20 @@ def test_kl_is_zero_to_itself_nonnegative_and_matches_monte_carlo(name):
 # ---------------------------------------------------------------------------- objects
 @pytest.mark.parametrize("name", NAMES)
 def test_from_natural_and_from_mean_params_round_trip(name):
-    case = _case(name)
+    case = case_of(name)
     family = case.family
     for q in case.examples:
         again = family.from_natural(q.natural)
         assert again.batch_shape == q.batch_shape
-        assert np.all(_relative_error(family, again.mean_params, q.mean_params) == 0.0)
+        assert np.all(relative_error(family, again.mean_params, q.mean_params) == 0.0)
         back = family.from_mean_params(q.mean_params)
-        assert np.all(_relative_error(family, back.natural, q.natural) <= case.mean_to_natural_rtol)
+        assert np.all(relative_error(family, back.natural, q.natural) <= case.mean_to_natural_rtol)
         assert isinstance(back, family)
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_parameters_are_read_only(name):
-    q = _case(name).examples[0]
+    q = case_of(name).examples[0]
     for part in q.natural + q.mean_params:
         with pytest.raises(ValueError):
             part.flat[0] = 1.0
@@ -299,7 +269,7 @@ def test_parameters_are_read_only(name):
 # ---------------------------------------------------------------------------- validation
 @pytest.mark.parametrize("name", NAMES)
 def test_invalid_arguments_raise_value_error_naming_them(name):
-    case = _case(name)
+    case = case_of(name)
     assert case.invalid, f"the {name} case lists no invalid calls"
     for call, argument in case.invalid:
         with pytest.raises(ValueError, match=re.escape(argument)):
@@ -308,8 +278,8 @@ def test_invalid_arguments_raise_value_error_naming_them(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_malformed_natural_parameters_raise(name):
-    family = _case(name).family
-    natural = tuple(np.array(p) for p in _case(name).examples[0].natural)
+    family = case_of(name).family
+    natural = tuple(np.array(p) for p in case_of(name).examples[0].natural)
     with pytest.raises(ValueError, match=re.escape("natural")):
         family.from_natural(natural[:-1] if len(natural) > 1 else natural + natural)
     for i in range(len(natural)):

@@ -47,3 +47,21 @@ def test_registering_a_second_family_under_a_taken_name_raises():
 def test_registering_the_same_class_twice_is_harmless():
     assert expfam.register(expfam.Gamma) is expfam.Gamma
     assert expfam.names().count("gamma") == 1
+
+
+def test_defining_a_registered_family_again_replaces_it():
+    """Running a family's definition twice (a script, a notebook cell, a docs example) re-registers it."""
+
+    def define():
+        @expfam.register
+        class Redefined(ExponentialFamily):
+            name = "redefined_in_test_registry"
+
+        return Redefined
+
+    first, second = define(), define()
+    try:
+        assert first is not second
+        assert expfam.get("redefined_in_test_registry") is second
+    finally:
+        expfam._registry._FAMILIES.pop("redefined_in_test_registry")

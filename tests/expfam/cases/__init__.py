@@ -45,6 +45,10 @@ class FamilyCase:
         numbers 1e8..1e10) give a Fisher information of condition 1e16 and more,
         equilibrated: there the solve raises ``ConvergenceError``
         (``tests/expfam/test_newton.py``) and only the closed forms apply.
+    newton_moderate : hypothesis strategy, optional
+        Where the derived Newton solve must converge to ``mean_to_natural_rtol``
+        from its start (``tests/expfam/test_newton.py``); ``moderate`` unless
+        the family's case says why not.
     """
 
     family: type
@@ -56,6 +60,11 @@ class FamilyCase:
     invalid: list = field(default_factory=list)
     mean_to_natural_rtol: float = 1e-10
     derived_extremes: bool = True
+    newton_moderate: Any = None
+
+    def __post_init__(self):
+        if self.newton_moderate is None:
+            self.newton_moderate = self.moderate
 
 
 def register_case(case):

@@ -1,22 +1,16 @@
 """Contract case for the Beta family."""
 
 import numpy as np
-from hypothesis import strategies as st
-from hypothesis.extra.numpy import arrays
 from scipy import stats
 
 from efvi.expfam import Beta
 
 from . import FamilyCase, register_case
+from ._draws import log_uniform
 
 
-@st.composite
-def _moderate(draw):
-    """Both shapes 1e-2..1e3, log-uniform."""
-    batch = draw(st.sampled_from([(), (3,), (2, 2)]))
-    log10_a = draw(arrays(float, batch, elements=st.floats(-2.0, 3.0)))
-    log10_b = draw(arrays(float, batch, elements=st.floats(-2.0, 3.0)))
-    return 10.0 ** log10_a - 1.0, 10.0 ** log10_b - 1.0
+_MODERATE = log_uniform([(-2.0, 3.0), (-2.0, 3.0)], lambda a, b: (a - 1.0, b - 1.0))
+"""Both shapes 1e-2..1e3, log-uniform."""
 
 
 def _extreme():
@@ -55,7 +49,7 @@ _INVALID = [
 
 register_case(FamilyCase(
     family=Beta,
-    moderate=_moderate(),
+    moderate=_MODERATE,
     extreme=_extreme(),
     examples=_EXAMPLES,
     scipy_logpdf=_scipy_logpdf,

@@ -1,20 +1,16 @@
 """Contract case for the Exponential family (derived maps)."""
 
 import numpy as np
-from hypothesis import strategies as st
-from hypothesis.extra.numpy import arrays
 from scipy import stats
 
 from efvi.expfam import Exponential
 
 from . import FamilyCase, register_case
+from ._draws import log_uniform
 
 
-@st.composite
-def _moderate(draw):
-    """Rates 1e-3..1e3, log-uniform."""
-    batch = draw(st.sampled_from([(), (3,), (2, 2)]))
-    return (-(10.0 ** draw(arrays(float, batch, elements=st.floats(-3.0, 3.0)))),)
+_MODERATE = log_uniform([(-3.0, 3.0)], lambda rate: (-rate,))
+"""Rates 1e-3..1e3, log-uniform."""
 
 
 def _extreme():
@@ -56,7 +52,7 @@ _INVALID = [
 
 register_case(FamilyCase(
     family=Exponential,
-    moderate=_moderate(),
+    moderate=_MODERATE,
     extreme=_extreme(),
     examples=_EXAMPLES,
     scipy_logpdf=_scipy_logpdf,

@@ -1,36 +1,20 @@
 """Contract case for the Gamma family."""
 
 import numpy as np
-from hypothesis import strategies as st
-from hypothesis.extra.numpy import arrays
 from scipy import stats
 
 from efvi.expfam import Gamma
 
 from . import FamilyCase, register_case
-
-_BATCHES = [(), (3,), (2, 2)]
+from ._draws import SHAPE_RATE_EXTREMES, log_uniform
 
 
 def _natural(shape, rate):
     return np.asarray(shape, dtype=float) - 1.0, -np.asarray(rate, dtype=float)
 
 
-@st.composite
-def _moderate(draw):
-    """Shapes 1e-2..1e3 and rates 1e-2..1e2, log-uniform."""
-    batch = draw(st.sampled_from(_BATCHES))
-    log10_shape = draw(arrays(float, batch, elements=st.floats(-2.0, 3.0)))
-    log10_rate = draw(arrays(float, batch, elements=st.floats(-2.0, 2.0)))
-    return _natural(10.0 ** log10_shape, 10.0 ** log10_rate)
-
-
-def _extreme():
-    """Shapes 1e-3 and 1e6, each with rates 1e-3, 1 and 1e3."""
-    shape = np.repeat([1e-3, 1e6], 3)
-    rate = np.tile([1e-3, 1.0, 1e3], 2)
-    return [_natural(shape, rate)]
-
+_MODERATE = log_uniform([(-2.0, 3.0), (-2.0, 2.0)], _natural)
+"""Shapes 1e-2..1e3 and rates 1e-2..1e2, log-uniform."""
 
 _EXAMPLES = [
     Gamma([0.5, 2.0, 30.0], [1.0, 0.3, 5.0]),
@@ -65,8 +49,8 @@ _INVALID = [
 
 register_case(FamilyCase(
     family=Gamma,
-    moderate=_moderate(),
-    extreme=_extreme(),
+    moderate=_MODERATE,
+    extreme=[_natural(*SHAPE_RATE_EXTREMES)],
     examples=_EXAMPLES,
     scipy_logpdf=_scipy_logpdf,
     scipy_entropy=_scipy_entropy,

@@ -1,34 +1,20 @@
 """Contract case for the inverse Gamma family (derived maps)."""
 
 import numpy as np
-from hypothesis import strategies as st
-from hypothesis.extra.numpy import arrays
 from scipy import stats
 
 from efvi.expfam import InverseGamma
 
 from . import FamilyCase, register_case
-
-_BATCHES = [(), (3,), (2, 2)]
+from ._draws import SHAPE_RATE_EXTREMES, log_uniform
 
 
 def _natural(shape, scale):
     return -(np.asarray(shape, dtype=float) + 1.0), -np.asarray(scale, dtype=float)
 
 
-@st.composite
-def _moderate(draw):
-    """Shapes 1e-2..1e3 and scales 1e-2..1e2, log-uniform."""
-    batch = draw(st.sampled_from(_BATCHES))
-    log10_shape = draw(arrays(float, batch, elements=st.floats(-2.0, 3.0)))
-    log10_scale = draw(arrays(float, batch, elements=st.floats(-2.0, 2.0)))
-    return _natural(10.0 ** log10_shape, 10.0 ** log10_scale)
-
-
-def _extreme():
-    """Shapes 1e-3 and 1e6, each with scales 1e-3, 1 and 1e3."""
-    return [_natural(np.repeat([1e-3, 1e6], 3), np.tile([1e-3, 1.0, 1e3], 2))]
-
+_MODERATE = log_uniform([(-2.0, 3.0), (-2.0, 2.0)], _natural)
+"""Shapes 1e-2..1e3 and scales 1e-2..1e2, log-uniform."""
 
 _EXAMPLES = [
     InverseGamma([5.0, 7.0, 30.0], [1.0, 0.3, 5.0]),
@@ -62,8 +48,8 @@ _INVALID = [
 
 register_case(FamilyCase(
     family=InverseGamma,
-    moderate=_moderate(),
-    extreme=_extreme(),
+    moderate=_MODERATE,
+    extreme=[_natural(*SHAPE_RATE_EXTREMES)],
     examples=_EXAMPLES,
     scipy_logpdf=_scipy_logpdf,
     scipy_entropy=_scipy_entropy,

@@ -1,20 +1,16 @@
 """Contract case for the Poisson family (derived maps)."""
 
 import numpy as np
-from hypothesis import strategies as st
-from hypothesis.extra.numpy import arrays
 from scipy import stats
 
 from efvi.expfam import Poisson
 
 from . import FamilyCase, register_case
+from ._draws import log_uniform
 
 
-@st.composite
-def _moderate(draw):
-    """Rates 1e-3..1e3, log-uniform."""
-    batch = draw(st.sampled_from([(), (3,), (2, 2)]))
-    return (np.log(10.0) * draw(arrays(float, batch, elements=st.floats(-3.0, 3.0))),)
+_MODERATE = log_uniform([(-3.0, 3.0)], lambda rate: (np.log(rate),))
+"""Rates 1e-3..1e3, log-uniform."""
 
 
 def _extreme():
@@ -51,7 +47,7 @@ _INVALID = [
 
 register_case(FamilyCase(
     family=Poisson,
-    moderate=_moderate(),
+    moderate=_MODERATE,
     extreme=_extreme(),
     examples=_EXAMPLES,
     scipy_logpdf=_scipy_logpdf,
