@@ -68,12 +68,14 @@ def diagonal_precision_update(hess, hess_estimate, rho, delta, correction="auto"
     n_corrected : int
         How many coordinates took the positivity-preserving rule (``"auto"`` only).
     """
-    corrected = corrected_precision_update(hess, hess_estimate, rho, delta)
     if correction == "always":
-        return corrected, 0
+        return corrected_precision_update(hess, hess_estimate, rho, delta), 0
     plain = (1.0 - rho) * hess + rho * hess_estimate
     bad = ~(plain + delta > 0)
-    return np.where(bad, corrected, plain), int(np.count_nonzero(bad))
+    n_bad = int(np.count_nonzero(bad))
+    if n_bad:
+        plain[bad] = corrected_precision_update(hess[bad], hess_estimate[bad], rho, delta)
+    return plain, n_bad
 
 
 def full_precision_update(hess, hess_estimate, rho, delta, correction="auto"):
