@@ -2,6 +2,22 @@
 
 import numpy as np
 
+from ..expfam import ExponentialFamily
+
+
+class PriorNotSupportedError(NotImplementedError):
+    """Raised by :meth:`FitResult.as_prior` for a posterior that efvi cannot turn into a correct prior.
+
+    Attributes
+    ----------
+    block : str
+        The block whose posterior cannot be the next prior.
+    """
+
+    def __init__(self, message, block):
+        super().__init__(message)
+        self.block = block
+
 
 class FitResult:
     """What :meth:`efvi.inference.Model.fit` returns.
@@ -82,6 +98,62 @@ class FitResult:
         return {b: dict(zip(self.hyperparameter_names[b], np.exp(theta).tolist()))
                 for b, theta in self.state.hyper.theta.items()}
 
+    def as_prior(self, blocks=None):
+        r"""The posterior as the prior of the next model: the latents dict for ``Model(latents=...)``.
+
+        Bayes' rule applied to data arriving in tasks :math:`D_1, D_2, \ldots`
+        makes each posterior the next prior,
+
+        .. math:: p(z \mid D_1, \ldots, D_t) \propto p(D_t \mid z)\, p(z \mid D_1, \ldots, D_{t-1}),
+
+        so ``Model(latents=fit.as_prior(), factors=[...next task...]).fit()``
+        continues the inference.  Where the posterior is exact (a single block
+        with conjugate factors, or a Gaussian block with Gaussian-likelihood GLM
+        factors) the sequential fits equal the batch fit; where it is an
+        approximation (non-conjugate likelihoods, or several blocks whose
+        mean-field product ``q(z_1) q(z_2)`` drops their dependence) each task
+        adds its approximation error (variational continual learning, Nguyen et
+        al. 2018).
+
+        Parameters
+        ----------
+        blocks : iterable of str, optional
+            The blocks to return (default: every block).
+
+        Returns
+        -------
+        dict
+            Block name -> prior.  Exponential-family posteriors are returned as
+            they are (immutable family objects of the prior's family, batch
+            shape included); the GLM's dual route (``N < D``) gives its weight
+            posterior as a full :class:`efvi.expfam.Gaussian` (this forms the
+            ``D x D`` covariance once).
+
+        Raises
+        ------
+        PriorNotSupportedError
+            For a GP, Markov GP or LDS block (its posterior is a distribution
+            over the function at this block's own inputs or time steps, while
+            the next task's factors need a prior at theirs: that prior is the
+            posterior process, a GP with mean ``k(x, X) alpha`` and kernel
+            ``k(x, x') - k(x, X) W k(X, x')``, which efvi does not build), and
+            for a structured posterior loaded from a file (only its marginals
+            were saved).
+        ValueError
+            If ``blocks`` names a block the fit does not have.
+
+        Examples
+        --------
+        >>> first = Model({"rate": Gamma(1.0, 1.0)}, [PoissonGamma(counts[:10], on="rate")]).fit()
+        >>> second = Model(first.as_prior(), [PoissonGamma(counts[10:], on="rate")]).fit()
+        """
+        names = list(self.posterior) if blocks is None else [blocks] if isinstance(blocks, str) else list(blocks)
+        unknown = [b for b in names if b not in self.posterior]
+        if unknown:
+            raise ValueError(f"blocks must name blocks of this fit ({', '.join(map(repr, self.posterior))}); "
+                             f"got {', '.join(map(repr, unknown))}")
+        return {name: _posterior_as_prior(name, self.posterior[name]) for name in names}
+
     def summary(self):
         """A few lines describing the fit: ELBO, iterations, convergence and each posterior."""
         lines = [
@@ -154,3 +226,24 @@ class Marginals:
 
     def __repr__(self):
         return f"Marginals(n={self.mean.shape[0]})"
+
+
+def _posterior_as_prior(name, posterior):
+    """The prior that continues the inference from ``posterior`` (see :meth:`FitResult.as_prior`)."""
+    if isinstance(posterior, ExponentialFamily):
+        return posterior
+    if hasattr(posterior, "to_gaussian"):          # the GLM's dual route: a weight posterior in the N-space
+        return posterior.to_gaussian()
+    if isinstance(posterior, Marginals):
+        raise PriorNotSupportedError(
+            f"block {name!r}: this result was loaded from a file, which keeps only the marginal means and "
+            f"variances of a structured posterior ({posterior!r}); a prior needs the whole posterior: refit, "
+            "or keep the original FitResult", name)
+    kind = type(posterior).__name__
+    raise PriorNotSupportedError(
+        f"block {name!r} has a structured posterior ({kind}), a Gaussian over the latent function or states at "
+        "this block's own inputs or time steps; the next model's factors need a prior at theirs, i.e. the "
+        "posterior process (for a GP: mean k(x, X) alpha and kernel k(x, x') - k(x, X) W k(X, x')), which efvi "
+        "does not build as a block.  Fit the tasks' data in one model instead (its sites are the sum of the "
+        "tasks' sites, so it is the posterior that exact sequential updating would reach), or read the "
+        f"posterior at new inputs with fit.posterior[{name!r}].predict(...)", name)

@@ -61,6 +61,43 @@ def check_betas(betas, names=("beta1", "beta2")):
                  for b, name in zip(values, names))
 
 
+def check_prior_vector(value, name, n_params, *, positive):
+    """A prior parameter as a float or a read-only float ndarray (P,) after checking it.
+
+    Parameters
+    ----------
+    value : float or array_like (P,)
+    name : str
+        The argument's name, for the error message.
+    n_params : int
+    positive : bool
+        Whether every entry must be > 0 (a precision) or only finite (a mean).
+
+    Raises
+    ------
+    ValueError
+        Naming the argument, the expected shape and range and what was received.
+    """
+    expected = ("a positive finite float or an array of shape (P,) of them" if positive
+                else "a finite float or an array of shape (P,) of them")
+    if np.ndim(value) == 0:
+        scalar = value.item() if isinstance(value, np.ndarray) else value
+        return check_real(scalar, name, low=0.0 if positive else None, expected=expected)
+    try:
+        array = np.array(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be {expected}, P = {n_params}; got {type(value).__name__}") from None
+    if array.shape != (n_params,):
+        raise ValueError(f"{name} must be {expected}, P = {n_params} (the model's n_params); "
+                         f"got an array of shape {array.shape}")
+    bad = ~np.isfinite(array) | ((array <= 0) if positive else False)
+    if np.any(bad):
+        first = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"{name} must be {expected}; entry {first} is {float(array[first])!r}")
+    array.setflags(write=False)
+    return array
+
+
 def check_model(model):
     missing = [name for name in _PROTOCOL if not hasattr(model, name)]
     if missing:
@@ -79,8 +116,9 @@ class Optimizer:
     model : object following the ngvi model protocol
     n_data : int
         Training-set size N (a minibatch may not be larger).
-    prior_precision : float
-        Precision of the zero-mean isotropic Gaussian prior on the parameters.
+    prior_precision : float or ndarray (P,)
+        Precision of the Gaussian prior on the parameters: one number (isotropic)
+        or one per parameter.
     lr : float
         Learning rate (> 0).
     ess : float, optional
@@ -92,16 +130,35 @@ class Optimizer:
     seed : int
         Seeds the initial parameters, the weight samples and (by a separate stream)
         the posterior samples of :meth:`sample` and :meth:`predict`.
+    prior_mean : float or ndarray (P,)
+        Mean of the Gaussian prior (default 0).  With a vector the mean starts at
+        ``prior_mean`` (a previous task's posterior mean: training continues from
+        it); with a number it starts at ``model.init_params`` (random, which breaks
+        the symmetry of hidden units).
+
+    Attributes
+    ----------
+    prior_mean, prior_precision : float or ndarray (P,)
+        The prior ``N(prior_mean, diag(1 / prior_precision))`` as given (vectors are copies).
+
+    Notes
+    -----
+    The prior enters every step through the KL term, whose gradient per example
+    is ``delta * (m - prior_mean)`` with ``delta = prior_precision / ess``
+    elementwise; with ``prior_mean`` and ``prior_precision`` from a previous
+    posterior (:meth:`as_prior`) this is variational continual learning
+    (Nguyen et al., 2018).
     """
 
     #: curvature keyword passed to the model (None: gradients only)
     curvature = None
 
-    def __init__(self, model, n_data, *, prior_precision, lr, ess, mc_samples, seed):
+    def __init__(self, model, n_data, *, prior_precision, lr, ess, mc_samples, seed, prior_mean=0.0):
         self.model = check_model(model)
         self.n_data = check_integer(n_data, "n_data", minimum=1)
-        self.prior_precision = check_real(prior_precision, "prior_precision", low=0.0,
-                                          expected="a positive finite float")
+        self.n_params = check_integer(model.n_params, "model.n_params", minimum=1)
+        self.prior_precision = check_prior_vector(prior_precision, "prior_precision", self.n_params, positive=True)
+        self.prior_mean = check_prior_vector(prior_mean, "prior_mean", self.n_params, positive=False)
         self.lr = check_real(lr, "lr", low=0.0, expected="a positive finite float")
         self.ess = float(self.n_data) if ess is None else check_real(
             ess, "ess", low=0.0, expected="a positive finite float or None")
@@ -110,15 +167,45 @@ class Optimizer:
         train_seed, sample_seed = np.random.SeedSequence(self.seed).spawn(2)
         self._rng = np.random.default_rng(train_seed)
         self._sample_rng = np.random.default_rng(sample_seed)
-        self.n_params = check_integer(model.n_params, "model.n_params", minimum=1)
         self.n_steps = 0
 
     @property
     def delta(self):
-        """Prior precision per example, ``prior_precision / ess``."""
+        """Prior precision per example, ``prior_precision / ess``: a float or an ndarray (P,)."""
         return self.prior_precision / self.ess
 
+    def _prior_gradient(self, params):
+        """Gradient of the per-example KL's prior term, ``delta * (params - prior_mean)``, shape (P,)."""
+        return self.delta * (params - self.prior_mean)
+
+    def as_prior(self):
+        """The current posterior as the prior of the next optimiser (variational continual learning).
+
+        Returns
+        -------
+        dict
+            ``{"prior_mean": ndarray (P,), "prior_precision": ndarray (P,)}``, copies of
+            the posterior's mean and precisions, to pass as keyword arguments:
+            ``IVON(model, n_next, **opt.as_prior())``.  The next optimiser's mean
+            starts at ``prior_mean``.
+
+        Raises
+        ------
+        ValueError
+            For an optimiser without a mean-field Gaussian posterior (the point
+            estimates ``Adam`` and ``RMSprop``; ``VAN``, whose full covariance a
+            per-parameter precision would not represent).
+        """
+        precision = getattr(self, "precision", None)
+        if precision is None or np.ndim(precision) != 1:
+            kind = "a full-covariance" if precision is not None else "no"
+            raise ValueError(f"as_prior needs a mean-field Gaussian posterior (per-parameter mean and precision); "
+                             f"{type(self).__name__} has {kind} posterior")
+        return {"prior_mean": np.array(self.mean, dtype=float), "prior_precision": np.array(precision, dtype=float)}
+
     def _init_params(self):
+        if np.ndim(self.prior_mean) == 1:
+            return self.prior_mean.copy()
         params = np.array(self.model.init_params(self._rng), dtype=float)
         if params.shape != (self.n_params,) or not np.all(np.isfinite(params)):
             raise ValueError(f"model.init_params must return {self.n_params} finite floats; got shape {params.shape}")
@@ -232,9 +319,9 @@ class DiagonalOptimizer(Optimizer):
         Coordinates so far whose precision update took the positivity-preserving rule.
     """
 
-    def __init__(self, model, n_data, *, prior_precision, lr, ess, mc_samples, seed, hess_init):
+    def __init__(self, model, n_data, *, prior_precision, lr, ess, mc_samples, seed, hess_init, prior_mean=0.0):
         super().__init__(model, n_data, prior_precision=prior_precision, lr=lr, ess=ess,
-                         mc_samples=mc_samples, seed=seed)
+                         mc_samples=mc_samples, seed=seed, prior_mean=prior_mean)
         hess_init = check_real(hess_init, "hess_init", low=0.0, low_open=False,
                                expected="a non-negative finite float")
         self.mean = self._init_params()

@@ -6,15 +6,18 @@ from ._base import Optimizer
 
 
 class PointOptimizer(Optimizer):
-    """Minimises ``mean NLL + delta |w|^2 / 2`` (MAP with the Gaussian prior), ``delta = prior_precision / ess``.
+    """Minimises ``mean NLL + sum delta (w - prior_mean)^2 / 2``: MAP with the Gaussian prior.
+
+    ``delta = prior_precision / ess``, elementwise for per-parameter precisions.
 
     Attributes
     ----------
     params : ndarray (P,)
     """
 
-    def __init__(self, model, n_data, *, prior_precision, lr, ess, seed):
-        super().__init__(model, n_data, prior_precision=prior_precision, lr=lr, ess=ess, mc_samples=1, seed=seed)
+    def __init__(self, model, n_data, *, prior_precision, lr, ess, seed, prior_mean=0.0):
+        super().__init__(model, n_data, prior_precision=prior_precision, lr=lr, ess=ess, mc_samples=1, seed=seed,
+                         prior_mean=prior_mean)
         self.params = self._init_params()
 
     @property
@@ -30,4 +33,4 @@ class PointOptimizer(Optimizer):
 
     def _objective_gradient(self, X, y, batch_size, step):
         nll, grad, _ = self._evaluate(self.params, X, y, batch_size, step)
-        return float(nll), grad + self.delta * self.params
+        return float(nll), grad + self._prior_gradient(self.params)

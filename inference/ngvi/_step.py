@@ -3,7 +3,8 @@
 Pure functions on arrays.  Quantities are kept *per example*: ``grad`` is the
 gradient of the minibatch's average negative log-likelihood, ``hess`` the
 running average of its curvature, ``delta = prior_precision / ess`` the prior
-precision per example, so that the posterior precision is
+precision per example (one number, or one per parameter, elementwise) and
+``m_0`` the prior mean, so that the posterior precision is
 
 .. math:: S = \\lambda (h + \\delta), \\qquad \\lambda = \\text{ess}.
 
@@ -11,7 +12,7 @@ With the step size ``rho`` used for both parameters, no momentum and exact
 expectations, one step is the CVI step of Khan and Nielsen (2018), eqs. 16-17:
 
 .. math:: h_{t+1} = (1 - \\rho) h_t + \\rho \\hat h, \\qquad
-          m_{t+1} = m_t - \\rho (h_{t+1} + \\delta)^{-1} (\\hat g + \\delta m_t).
+          m_{t+1} = m_t - \\rho (h_{t+1} + \\delta)^{-1} (\\hat g + \\delta (m_t - m_0)).
 
 The precision update may be replaced by the positivity-preserving rule of
 Lin, Schmidt and Khan (2020), used by IVON (Shen et al., 2024):
@@ -36,8 +37,8 @@ def corrected_precision_update(hess, hess_estimate, rho, delta):
         Current running curvature ``h`` (with ``h + delta > 0``) and this step's estimate.
     rho : float
         Step, ``1 - beta2``.
-    delta : float
-        Prior precision per example.
+    delta : float or ndarray (P,)
+        Prior precision per example, one number or one per parameter.
 
     Returns
     -------
@@ -56,7 +57,7 @@ def diagonal_precision_update(hess, hess_estimate, rho, delta, correction="auto"
     hess, hess_estimate : ndarray (P,)
     rho : float
         Step ``1 - beta2`` in ``[0, 1]``.
-    delta : float
+    delta : float or ndarray (P,)
     correction : {"auto", "always"}
         ``"always"``: the positivity-preserving rule everywhere (IVON).
         ``"auto"``: the plain CVI average ``(1 - rho) h + rho h_hat`` wherever it
@@ -74,18 +75,21 @@ def diagonal_precision_update(hess, hess_estimate, rho, delta, correction="auto"
     bad = ~(plain + delta > 0)
     n_bad = int(np.count_nonzero(bad))
     if n_bad:
-        plain[bad] = corrected_precision_update(hess[bad], hess_estimate[bad], rho, delta)
+        plain[bad] = corrected_precision_update(hess[bad], hess_estimate[bad], rho,
+                                                np.broadcast_to(delta, hess.shape)[bad])
     return plain, n_bad
 
 
 def full_precision_update(hess, hess_estimate, rho, delta, correction="auto"):
-    """One step of a running full curvature matrix, never leaving ``H + delta I`` positive definite.
+    """One step of a running full curvature matrix, never leaving ``H + diag(delta)`` positive definite.
 
     Parameters
     ----------
     hess, hess_estimate : ndarray (P, P)
-        Symmetric; ``hess + delta I`` positive definite.
-    rho, delta : float
+        Symmetric; ``hess + diag(delta)`` positive definite.
+    rho : float
+    delta : float or ndarray (P,)
+        Prior precision per example, one number or one per parameter.
     correction : {"auto", "always"}
         As :func:`diagonal_precision_update`; "auto" corrects the whole matrix
         when the plain average is not positive definite.
@@ -95,14 +99,14 @@ def full_precision_update(hess, hess_estimate, rho, delta, correction="auto"):
     hess_new : ndarray (P, P)
     corrected : bool
     """
-    eye = np.eye(hess.shape[0])
+    prior = np.diag(np.broadcast_to(delta, hess.shape[:1]))
     if correction == "auto":
         plain = (1.0 - rho) * hess + rho * hess_estimate
         plain = 0.5 * (plain + plain.T)
-        if _is_positive_definite(plain + delta * eye):
+        if _is_positive_definite(plain + prior):
             return plain, False
     gap = hess_estimate - hess
-    shifted = hess + delta * eye
+    shifted = hess + prior
     update = hess + rho * gap + 0.5 * rho ** 2 * gap @ np.linalg.solve(shifted, gap)
     return 0.5 * (update + update.T), True
 

@@ -6,13 +6,13 @@ from ._point import PointOptimizer
 
 
 class Adam(PointOptimizer):
-    """Adam on ``mean NLL + (prior_precision / ess) |w|^2 / 2``.
+    """Adam on ``mean NLL + (prior_precision / ess) |w - prior_mean|^2 / 2``.
 
     Parameters
     ----------
     model : object following the ngvi model protocol
     n_data : int
-    prior_precision : float
+    prior_precision : float or ndarray (P,)
     lr : float
     betas : (float, float)
         Moment decays, each in [0, 1).
@@ -22,11 +22,14 @@ class Adam(PointOptimizer):
         Seeds the initial parameters.
     ess : float, optional
         Effective sample size (default ``n_data``).
+    prior_mean : float or ndarray (P,)
+        Prior mean (default 0; a vector also sets the starting mean, see :class:`Optimizer`).
     """
 
     def __init__(self, model, n_data, *, prior_precision=1.0, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, seed=0,
-                 ess=None):
-        super().__init__(model, n_data, prior_precision=prior_precision, lr=lr, ess=ess, seed=seed)
+                 ess=None, prior_mean=0.0):
+        super().__init__(model, n_data, prior_precision=prior_precision, lr=lr, ess=ess, seed=seed,
+                         prior_mean=prior_mean)
         self.betas = check_betas(betas)
         self.eps = check_real(eps, "eps", low=0.0, expected="a positive finite float")
         self.first = 0.0 * self.params

@@ -6,7 +6,7 @@ minimises the per-example negative ELBO
 ``w = m + sigma eps``:
 
 .. math::
-    \\nabla_m = \\hat g + \\delta m, \\qquad
+    \\nabla_m = \\hat g + \\delta (m - m_0), \\qquad
     \\nabla_r = \\operatorname{sigmoid}(r)\\,
         \\big(\\overline{\\hat g \\epsilon} + \\delta \\sigma - 1 / (\\lambda \\sigma)\\big),
 
@@ -38,7 +38,7 @@ class BayesByBackprop(Optimizer):
     ----------
     model : object following the ngvi model protocol
     n_data : int
-    prior_precision : float
+    prior_precision : float or ndarray (P,)
     lr : float
     betas : (float, float)
         Adam's moment decays, each in [0, 1).
@@ -48,6 +48,8 @@ class BayesByBackprop(Optimizer):
     mc_samples, seed : int
     ess : float, optional
         Effective sample size (default ``n_data``).
+    prior_mean : float or ndarray (P,)
+        Prior mean (default 0; a vector also sets the starting mean, see :class:`Optimizer`).
     eps : float
         Adam's denominator offset.
 
@@ -58,9 +60,9 @@ class BayesByBackprop(Optimizer):
     """
 
     def __init__(self, model, n_data, *, prior_precision=1.0, lr=1e-2, betas=(0.9, 0.999), init_std=None,
-                 mc_samples=1, seed=0, ess=None, eps=1e-8):
+                 mc_samples=1, seed=0, ess=None, prior_mean=0.0, eps=1e-8):
         super().__init__(model, n_data, prior_precision=prior_precision, lr=lr, ess=ess,
-                         mc_samples=mc_samples, seed=seed)
+                         mc_samples=mc_samples, seed=seed, prior_mean=prior_mean)
         self.betas = check_betas(betas)
         self.eps = check_real(eps, "eps", low=0.0, expected="a positive finite float")
         init_std = 1.0 / np.sqrt(self.ess + self.prior_precision) if init_std is None else check_real(
@@ -95,7 +97,7 @@ class BayesByBackprop(Optimizer):
         std = self.std
         noise = self._standard_normal()
         nll, grads, _ = self._evaluate(self.mean + noise * std, X, y, batch_size, step)
-        grad_mean = grads.mean(axis=0) + self.delta * self.mean
+        grad_mean = grads.mean(axis=0) + self._prior_gradient(self.mean)
         grad_std = np.mean(grads * noise, axis=0) + self.delta * std - 1.0 / (self.ess * std)
         grad = np.concatenate([grad_mean, grad_std * _sigmoid(self.raw_std)])
         params = np.concatenate([self.mean, self.raw_std])

@@ -9,7 +9,7 @@ positivity-preserving rule of Lin et al. (2020):
     \\bar g &\\leftarrow \\beta_1 \\bar g + (1 - \\beta_1) \\hat g \\\\
     h &\\leftarrow \\beta_2 h + (1 - \\beta_2) \\hat h
         + \\tfrac{1}{2} (1 - \\beta_2)^2 (h - \\hat h)^2 / (h + \\delta) \\\\
-    m &\\leftarrow m - \\alpha \\, \\frac{\\bar g / (1 - \\beta_1^t) + \\delta m}{h + \\delta},
+    m &\\leftarrow m - \\alpha \\, \\frac{\\bar g / (1 - \\beta_1^t) + \\delta (m - m_0)}{h + \\delta},
     \\qquad \\sigma^2 = 1 / (\\lambda (h + \\delta)),
 
 with ``lambda`` the effective sample size and ``delta = prior_precision / lambda``.
@@ -31,7 +31,7 @@ class IVON(DiagonalOptimizer):
     ----------
     model : object following the ngvi model protocol
     n_data : int
-    prior_precision : float
+    prior_precision : float or ndarray (P,)
         Prior precision; IVON's weight decay is ``prior_precision / ess``.
     lr : float
         Learning rate (the authors suggest ~0.1 with ``rescale_lr``).
@@ -43,6 +43,8 @@ class IVON(DiagonalOptimizer):
     seed : int
     ess : float, optional
         Effective sample size (default ``n_data``).
+    prior_mean : float or ndarray (P,)
+        Prior mean (default 0; a vector also sets the starting mean, see :class:`Optimizer`).
     rescale_lr : bool
         Multiply ``lr`` by ``hess_init + delta`` (the authors' default).
     clip_radius : float
@@ -50,9 +52,9 @@ class IVON(DiagonalOptimizer):
     """
 
     def __init__(self, model, n_data, *, prior_precision=1.0, lr=0.1, betas=(0.9, 0.99999), hess_init=1.0,
-                 mc_samples=1, seed=0, ess=None, rescale_lr=True, clip_radius=np.inf):
+                 mc_samples=1, seed=0, ess=None, prior_mean=0.0, rescale_lr=True, clip_radius=np.inf):
         super().__init__(model, n_data, prior_precision=prior_precision, lr=lr, ess=ess,
-                         mc_samples=mc_samples, seed=seed, hess_init=hess_init)
+                         mc_samples=mc_samples, seed=seed, hess_init=hess_init, prior_mean=prior_mean)
         self.betas = check_betas(betas)
         self.hess_init = float(hess_init)
         self.rescale_lr = bool(rescale_lr)
@@ -69,6 +71,6 @@ class IVON(DiagonalOptimizer):
         momentum = beta1 * self.momentum + (1.0 - beta1) * grad
         hess, n_corrected = diagonal_precision_update(self.hess, hess_estimate, 1.0 - beta2, self.delta, "always")
         lr = self.lr * (self.hess_init + self.delta) if self.rescale_lr else self.lr
-        direction = (momentum / (1.0 - beta1 ** step) + self.delta * self.mean) / (hess + self.delta)
+        direction = (momentum / (1.0 - beta1 ** step) + self._prior_gradient(self.mean)) / (hess + self.delta)
         mean = self.mean - lr * np.clip(direction, -self.clip_radius, self.clip_radius)
         return {"mean": mean, "hess": hess, "momentum": momentum}, float(np.mean(nll))

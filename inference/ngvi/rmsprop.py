@@ -11,23 +11,27 @@ from ._point import PointOptimizer
 
 
 class RMSprop(PointOptimizer):
-    """RMSprop on ``mean NLL + (prior_precision / ess) |w|^2 / 2``.
+    """RMSprop on ``mean NLL + (prior_precision / ess) |w - prior_mean|^2 / 2``.
 
     Parameters
     ----------
     model : object following the ngvi model protocol
     n_data : int
-    prior_precision : float
+    prior_precision : float or ndarray (P,)
     lr : float
     beta : float
         Decay of the squared-gradient average, in [0, 1).
     eps : float
     seed : int
     ess : float, optional
+    prior_mean : float or ndarray (P,)
+        Prior mean (default 0; a vector also sets the starting mean, see :class:`Optimizer`).
     """
 
-    def __init__(self, model, n_data, *, prior_precision=1.0, lr=1e-3, beta=0.999, eps=1e-8, seed=0, ess=None):
-        super().__init__(model, n_data, prior_precision=prior_precision, lr=lr, ess=ess, seed=seed)
+    def __init__(self, model, n_data, *, prior_precision=1.0, lr=1e-3, beta=0.999, eps=1e-8, seed=0, ess=None,
+                 prior_mean=0.0):
+        super().__init__(model, n_data, prior_precision=prior_precision, lr=lr, ess=ess, seed=seed,
+                         prior_mean=prior_mean)
         self.beta = check_real(beta, "beta", low=0.0, high=1.0, low_open=False, expected="a float in [0, 1)")
         self.eps = check_real(eps, "eps", low=0.0, expected="a positive finite float")
         self.second = 0.0 * self.params

@@ -6,7 +6,7 @@ gradient as the curvature (the "gradient magnitude" approximation
 
 .. math::
     w &= m + \\sigma \\epsilon, \\qquad \\sigma^2 = 1 / (\\lambda (s + \\delta)) \\\\
-    \\bar g &\\leftarrow \\beta_1 \\bar g + (1 - \\beta_1) (\\hat g + \\delta m), \\qquad
+    \\bar g &\\leftarrow \\beta_1 \\bar g + (1 - \\beta_1) (\\hat g + \\delta (m - m_0)), \\qquad
     s \\leftarrow \\beta_2 s + (1 - \\beta_2) \\hat g^2 \\\\
     m &\\leftarrow m - \\alpha \\, \\frac{\\bar g / (1 - \\beta_1^t)}{\\sqrt{s / (1 - \\beta_2^t)} + \\delta}.
 
@@ -29,7 +29,7 @@ class Vadam(DiagonalOptimizer):
     ----------
     model : object following the ngvi model protocol
     n_data : int
-    prior_precision : float
+    prior_precision : float or ndarray (P,)
     lr : float
     betas : (float, float)
         Adam's moment decays, each in [0, 1).
@@ -38,19 +38,21 @@ class Vadam(DiagonalOptimizer):
     mc_samples, seed : int
     ess : float, optional
         Effective sample size (default ``n_data``).
+    prior_mean : float or ndarray (P,)
+        Prior mean (default 0; a vector also sets the starting mean, see :class:`Optimizer`).
     """
 
     def __init__(self, model, n_data, *, prior_precision=1.0, lr=1e-3, betas=(0.9, 0.999), hess_init=0.0,
-                 mc_samples=1, seed=0, ess=None):
+                 mc_samples=1, seed=0, ess=None, prior_mean=0.0):
         super().__init__(model, n_data, prior_precision=prior_precision, lr=lr, ess=ess,
-                         mc_samples=mc_samples, seed=seed, hess_init=hess_init)
+                         mc_samples=mc_samples, seed=seed, hess_init=hess_init, prior_mean=prior_mean)
         self.betas = check_betas(betas)
 
     def _propose(self, X, y, batch_size, step):
         beta1, beta2 = self.betas
         _, params = self._draw(self.std)
         nll, grads, _ = self._evaluate(params, X, y, batch_size, step)
-        momentum = beta1 * self.momentum + (1.0 - beta1) * (grads.mean(axis=0) + self.delta * self.mean)
+        momentum = beta1 * self.momentum + (1.0 - beta1) * (grads.mean(axis=0) + self._prior_gradient(self.mean))
         hess = beta2 * self.hess + (1.0 - beta2) * np.mean(grads ** 2, axis=0)
         scale = np.sqrt(hess / (1.0 - beta2 ** step)) + self.delta
         mean = self.mean - self.lr * momentum / (1.0 - beta1 ** step) / scale

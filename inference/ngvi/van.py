@@ -5,7 +5,7 @@ full-covariance Gaussian, in per-example units (``delta = prior_precision / lamb
 
 .. math::
     H &\\leftarrow (1 - \\rho) H + \\rho \\hat H, \\qquad \\rho = 1 - \\beta_2 \\\\
-    \\bar g &\\leftarrow \\beta_1 \\bar g + (1 - \\beta_1) (\\hat g + \\delta m) \\\\
+    \\bar g &\\leftarrow \\beta_1 \\bar g + (1 - \\beta_1) (\\hat g + \\delta (m - m_0)) \\\\
     m &\\leftarrow m - \\alpha (H + \\delta I)^{-1} \\bar g / (1 - \\beta_1^t),
     \\qquad V^{-1} = \\lambda (H + \\delta I),
 
@@ -36,7 +36,7 @@ class VAN(Optimizer):
     ----------
     model : object following the ngvi model protocol
     n_data : int
-    prior_precision : float
+    prior_precision : float or ndarray (P,)
     lr : float
         Step of the mean.
     betas : (float, float)
@@ -46,6 +46,8 @@ class VAN(Optimizer):
     mc_samples, seed : int
     ess : float, optional
         Effective sample size (default ``n_data``).
+    prior_mean : float or ndarray (P,)
+        Prior mean (default 0; a vector also sets the starting mean, see :class:`Optimizer`).
     curvature : {"hessian", "gauss_newton_full"}
     antithetic : bool
         Draw the weight samples in pairs ``m +- L^{-T} eps`` (``mc_samples`` even).
@@ -59,11 +61,11 @@ class VAN(Optimizer):
     """
 
     def __init__(self, model, n_data, *, prior_precision=1.0, lr=0.1, betas=(0.0, 0.9), hess_init=0.0,
-                 mc_samples=1, seed=0, ess=None, curvature="hessian", antithetic=False):
+                 mc_samples=1, seed=0, ess=None, prior_mean=0.0, curvature="hessian", antithetic=False):
         if curvature not in _CURVATURES:
             raise ValueError(f"curvature must be one of {', '.join(map(repr, _CURVATURES))}; got {curvature!r}")
         super().__init__(model, n_data, prior_precision=prior_precision, lr=lr, ess=ess,
-                         mc_samples=mc_samples, seed=seed)
+                         mc_samples=mc_samples, seed=seed, prior_mean=prior_mean)
         self.betas = check_betas(betas)
         hess_init = check_real(hess_init, "hess_init", low=0.0, low_open=False,
                                expected="a non-negative finite float")
@@ -77,16 +79,20 @@ class VAN(Optimizer):
     @property
     def precision(self):
         """Posterior precision matrix ``ess * (hess + delta I)``, shape (P, P)."""
-        return self.ess * (self.hess + self.delta * np.eye(self.n_params))
+        return self.ess * (self.hess + self._delta_matrix())
 
     @property
     def posterior(self):
         """The full-covariance Gaussian posterior, an :class:`efvi.expfam.Gaussian`."""
         return Gaussian.from_mean_precision(self.mean, self.precision)
 
+    def _delta_matrix(self):
+        """``diag(delta)``, shape (P, P): the prior precision per example as a matrix."""
+        return np.diag(np.broadcast_to(self.delta, (self.n_params,)))
+
     def _check_precision(self, state, step):
         try:
-            np.linalg.cholesky(self.ess * (state["hess"] + self.delta * np.eye(self.n_params)))
+            np.linalg.cholesky(self.ess * (state["hess"] + self._delta_matrix()))
         except np.linalg.LinAlgError:
             raise FloatingPointError(
                 f"step {step}: the proposed precision is not positive definite; state left unchanged") from None
@@ -105,8 +111,8 @@ class VAN(Optimizer):
         hess_estimate = np.mean([o[2] for o in outputs], axis=0)
         hess, corrected = full_precision_update(self.hess, 0.5 * (hess_estimate + hess_estimate.T),
                                                 1.0 - beta2, self.delta)
-        momentum = beta1 * self.momentum + (1.0 - beta1) * (grad + self.delta * self.mean)
-        shifted = hess + self.delta * np.eye(self.n_params)
+        momentum = beta1 * self.momentum + (1.0 - beta1) * (grad + self._prior_gradient(self.mean))
+        shifted = hess + self._delta_matrix()
         mean = self.mean - self.lr * np.linalg.solve(shifted, momentum / (1.0 - beta1 ** step))
         return ({"mean": mean, "hess": hess, "momentum": momentum,
                  "n_corrected_": self.n_corrected_ + int(corrected)}, float(nll))

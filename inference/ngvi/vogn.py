@@ -8,7 +8,7 @@ approximation evaluated at a weight sample:
     h &\\leftarrow \\beta_2 h + (1 - \\beta_2) \\hat h,\\qquad
         \\hat h = \\tfrac{1}{B} \\textstyle\\sum_{n \\in \\mathcal{B}} g_n^2
         \\ \\text{(or the Gauss-Newton diagonal)} \\\\
-    \\bar g &\\leftarrow \\beta_1 \\bar g + (1 - \\beta_1) (\\hat g + \\delta m) \\\\
+    \\bar g &\\leftarrow \\beta_1 \\bar g + (1 - \\beta_1) (\\hat g + \\delta (m - m_0)) \\\\
     m &\\leftarrow m - \\alpha \\, \\frac{\\bar g / (1 - \\beta_1^t)}{h + \\delta},
     \\qquad \\sigma^2 = 1 / (\\lambda (h + \\delta)).
 
@@ -37,7 +37,7 @@ class VOGN(DiagonalOptimizer):
     ----------
     model : object following the ngvi model protocol
     n_data : int
-    prior_precision : float
+    prior_precision : float or ndarray (P,)
     lr : float
         Step of the mean.
     betas : (float, float)
@@ -47,6 +47,8 @@ class VOGN(DiagonalOptimizer):
     mc_samples, seed : int
     ess : float, optional
         Effective sample size (default ``n_data``).
+    prior_mean : float or ndarray (P,)
+        Prior mean (default 0; a vector also sets the starting mean, see :class:`Optimizer`).
     curvature : {"squared_gradients", "gauss_newton", "hessian"}
     antithetic : bool
         Draw the weight samples in pairs ``m +- sigma eps`` (``mc_samples`` even); the
@@ -54,11 +56,11 @@ class VOGN(DiagonalOptimizer):
     """
 
     def __init__(self, model, n_data, *, prior_precision=1.0, lr=1e-3, betas=(0.0, 0.999), hess_init=1.0,
-                 mc_samples=1, seed=0, ess=None, curvature="squared_gradients", antithetic=False):
+                 mc_samples=1, seed=0, ess=None, prior_mean=0.0, curvature="squared_gradients", antithetic=False):
         if curvature not in _CURVATURES:
             raise ValueError(f"curvature must be one of {', '.join(map(repr, _CURVATURES))}; got {curvature!r}")
         super().__init__(model, n_data, prior_precision=prior_precision, lr=lr, ess=ess,
-                         mc_samples=mc_samples, seed=seed, hess_init=hess_init)
+                         mc_samples=mc_samples, seed=seed, hess_init=hess_init, prior_mean=prior_mean)
         self.betas = check_betas(betas)
         self.curvature = curvature
         self._set_antithetic(antithetic)
@@ -68,7 +70,7 @@ class VOGN(DiagonalOptimizer):
         _, params = self._draw(self.std)
         nll, grads, curv = self._diagonal_curvature(params, X, y, batch_size, step, self.curvature)
         hess, n_corrected = diagonal_precision_update(self.hess, curv.mean(axis=0), 1.0 - beta2, self.delta)
-        momentum = beta1 * self.momentum + (1.0 - beta1) * (grads.mean(axis=0) + self.delta * self.mean)
+        momentum = beta1 * self.momentum + (1.0 - beta1) * (grads.mean(axis=0) + self._prior_gradient(self.mean))
         mean = self.mean - self.lr * momentum / (1.0 - beta1 ** step) / (hess + self.delta)
         return ({"mean": mean, "hess": hess, "momentum": momentum,
                  "n_corrected_": self.n_corrected_ + n_corrected}, float(np.mean(nll)))

@@ -6,7 +6,7 @@ RMSprop's variables (``s = sigma^{-2} - prior precision``, here per example):
 .. math::
     w &= m + \\sigma \\epsilon, \\qquad \\sigma^2 = 1 / (\\lambda (s + \\delta)) \\\\
     s &\\leftarrow \\beta s + (1 - \\beta) \\hat g^2 \\\\
-    m &\\leftarrow m - \\alpha (s + \\delta)^{-1} (\\hat g + \\delta m).
+    m &\\leftarrow m - \\alpha (s + \\delta)^{-1} (\\hat g + \\delta (m - m_0)).
 
 ``sqrt=True`` gives the square-root variant ``(sqrt(s) + delta)^{-1}`` of the
 authors' code (emtiyaz/vadam, ``Vprop``), closer to RMSprop's step.  With
@@ -26,7 +26,7 @@ class Vprop(DiagonalOptimizer):
     ----------
     model : object following the ngvi model protocol
     n_data : int
-    prior_precision : float
+    prior_precision : float or ndarray (P,)
     lr : float
     beta : float
         Decay of ``s`` in [0, 1).
@@ -35,14 +35,16 @@ class Vprop(DiagonalOptimizer):
     mc_samples, seed : int
     ess : float, optional
         Effective sample size (default ``n_data``).
+    prior_mean : float or ndarray (P,)
+        Prior mean (default 0; a vector also sets the starting mean, see :class:`Optimizer`).
     sqrt : bool
         Divide by ``sqrt(s) + delta`` (authors' code) instead of ``s + delta`` (poster).
     """
 
     def __init__(self, model, n_data, *, prior_precision=1.0, lr=1e-3, beta=0.999, hess_init=0.0,
-                 mc_samples=1, seed=0, ess=None, sqrt=False):
+                 mc_samples=1, seed=0, ess=None, prior_mean=0.0, sqrt=False):
         super().__init__(model, n_data, prior_precision=prior_precision, lr=lr, ess=ess,
-                         mc_samples=mc_samples, seed=seed, hess_init=hess_init)
+                         mc_samples=mc_samples, seed=seed, hess_init=hess_init, prior_mean=prior_mean)
         self.beta = check_real(beta, "beta", low=0.0, high=1.0, low_open=False, expected="a float in [0, 1)")
         self.sqrt = bool(sqrt)
 
@@ -51,5 +53,5 @@ class Vprop(DiagonalOptimizer):
         nll, grads, _ = self._evaluate(params, X, y, batch_size, step)
         hess = self.beta * self.hess + (1.0 - self.beta) * np.mean(grads ** 2, axis=0)
         scale = (np.sqrt(hess) if self.sqrt else hess) + self.delta
-        mean = self.mean - self.lr * (grads.mean(axis=0) + self.delta * self.mean) / scale
+        mean = self.mean - self.lr * (grads.mean(axis=0) + self._prior_gradient(self.mean)) / scale
         return {"mean": mean, "hess": hess}, float(np.mean(nll))
