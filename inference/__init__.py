@@ -15,7 +15,7 @@ new factor or structured prior is written against (:class:`Factor`,
 (underscore names) are private.
 """
 
-from . import baselines, ngvi
+from . import baselines, bbvi, ngvi, vpng
 from .blocks import Block, InvalidPosterior
 from .callbacks import IterationInfo
 from .conjugate import BinomialBeta, CategoricalDirichlet, GaussianMixture, GaussianWishart, PoissonGamma
@@ -23,12 +23,12 @@ from .factor import Factor, FactorEval, GaussianSiteView, SiteView
 from ._fitfile import FitFileError
 from .generic import Enumerated, ExpectedLogFactor, MonteCarloFactor
 from .model import Model
-from .result import FitResult, Marginals
+from .result import FitResult, Marginals, PriorNotSupportedError
 from .steps import Adaptive, Decaying, Fixed, StepRule
 from .warnings import ConvergenceWarning, StepBackoffWarning
 
 __all__ = [
-    "baselines", "ngvi",
+    "baselines", "bbvi", "ngvi", "vpng", "PriorNotSupportedError",
     "Model", "FitResult", "Marginals", "Factor", "FactorEval", "SiteView", "GaussianSiteView", "Block",
     "InvalidPosterior", "IterationInfo", "FitFileError", "Adaptive", "Decaying", "Fixed", "StepRule",
     "ConvergenceWarning", "StepBackoffWarning",

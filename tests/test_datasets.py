@@ -86,3 +86,21 @@ def test_a_damaged_file_raises_data_file_error(tmp_path, monkeypatch):
     np.savez_compressed(path, **arrays)
     with pytest.raises(datasets.DataFileError, match="boolean mask"):
         datasets.load_uci("yacht")
+
+
+def test_mnist_subset_loads_binarised_and_validates(tmp_path, monkeypatch):
+    images, labels = datasets.load_mnist_subset()
+    assert images.shape == (5000, 784) and labels.shape == (5000,)
+    assert set(np.unique(images)) == {0.0, 1.0} and 0.1 < images.mean() < 0.2
+    np.testing.assert_array_equal(np.bincount(labels), np.full(10, 500))
+    with np.load(datasets.DATA / "mnist_5000_binarised.npz") as good:
+        arrays = {key: good[key] for key in good.files}
+    monkeypatch.setattr(datasets, "DATA", tmp_path)
+    np.savez_compressed(tmp_path / "mnist_5000_binarised.npz", pixels=arrays["pixels"][:, :90], labels=arrays["labels"])
+    with pytest.raises(datasets.DataFileError, match=r"mnist_5000_binarised.npz: pixels must be bit-packed"):
+        datasets.load_mnist_subset()
+    labels_bad = arrays["labels"].copy()
+    labels_bad[0] = 11
+    np.savez_compressed(tmp_path / "mnist_5000_binarised.npz", pixels=arrays["pixels"], labels=labels_bad)
+    with pytest.raises(datasets.DataFileError, match=r"labels must be \(N,\) digits 0-9"):
+        datasets.load_mnist_subset()

@@ -1,6 +1,6 @@
 """Adam (Kingma and Ba, 2015) on the MAP objective: the point-estimate baseline of Vadam and IVON."""
 
-from ._adam import adam_update
+from .._adam import adam_update
 from ._base import check_betas, check_real
 from ._point import PointOptimizer
 

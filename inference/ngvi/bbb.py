@@ -19,7 +19,7 @@ import numpy as np
 
 from ...expfam import DiagonalGaussian
 
-from ._adam import adam_update
+from .._adam import adam_update
 from ._base import Optimizer, check_betas, check_real
 
 

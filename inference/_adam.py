@@ -1,4 +1,4 @@
-"""Adam's moment updates (Kingma and Ba, 2015), shared by :class:`Adam` and :class:`BayesByBackprop`."""
+"""Adam's moment updates (Kingma and Ba, 2015), shared by the ngvi optimisers Adam and BayesByBackprop and by black-box VI."""
 
 import numpy as np
 
