@@ -8,10 +8,11 @@ BBVI (Bayes-by-Backprop with Adam) against Vadam, plus IVON and VOGN, on the
 and targets standardised with the training split's statistics, 40 epochs,
 minibatch 32 (128 for kin8nm, naval, power, wine), test RMSE and test
 log-likelihood of the un-standardised target from 100 Monte Carlo samples,
-mean and standard error over the splits.  The per-split protocol (noise
-precision chosen on a validation fifth of the training split, the optimiser
-settings, the scores) lives in ``examples/_uci.py``, which the example
-``examples/nn_uci_regression.py`` shares.
+mean and standard error over the splits.  The per-split protocol (noise and
+prior precisions chosen by a coordinate search on a validation fifth of the
+training split, the optimiser settings, the scores) lives in
+``examples/_uci.py``, which the example ``examples/nn_uci_regression.py``
+shares.
 
 Full mode: every set, 20 splits, 4 methods, run as (set, split) tasks on
 ``--jobs`` processes (default 2).  ``--quick``: 2 splits of every set and 10
@@ -52,7 +53,8 @@ def run(sets, n_splits, epochs, jobs):
             for method, result in by_method.items():
                 results[name][method].append(result)
             print(f"  {name} split {k}: " + ", ".join(
-                f"{m} {r['rmse']:.3g}/{r['log_lik']:.2f} (tau {r['noise_precision']:g}, {r['seconds']:.0f}s)"
+                f"{m} {r['rmse']:.3g}/{r['log_lik']:.2f} (tau {r['noise_precision']:g}, "
+                f"prior {r['prior_precision']:g}, {r['seconds']:.0f}s)"
                 for m, r in by_method.items()), flush=True)
     return results
 

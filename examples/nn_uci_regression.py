@@ -5,9 +5,10 @@ units, inputs and targets standardised with the training split's statistics,
 40 epochs of minibatches of 32, test RMSE and test log-likelihood of the
 original target under the Monte Carlo predictive mixture of 100 weight
 samples, mean and standard error over the standard splits.  The noise
-precision of the Gaussian likelihood is chosen per split on a validation part
-of the training data (``_uci.py`` has the details, shared with
-``benchmarks/bench_uci.py``, which runs all eight sets and 20 splits).
+precision of the Gaussian likelihood and the prior precision are chosen per
+split by a coordinate search on a validation part of the training data
+(``_uci.py`` has the details, shared with ``benchmarks/bench_uci.py``, which
+runs all eight sets and 20 splits).
 
 BBVI (Bayes-by-Backprop, plain reparameterisation gradients with Adam) and
 Vadam (Adam on weights perturbed by the posterior) are the table's two
