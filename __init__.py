@@ -19,6 +19,11 @@ efvi.models
 The everyday names are available here: ``efvi.Model``, the families
 (``efvi.Gaussian``, ``efvi.Gamma``, ...), ``efvi.glm``, ``efvi.gp``,
 ``efvi.lds``, ``efvi.likelihoods`` and ``efvi.Observe``.
+
+Optional extras: ``efvi.plot`` draws fit results (ELBO traces, sites,
+posterior bands, calibration; ``pip install efvi[plot]``) and
+``efvi.to_inference_data`` exports posterior samples to ArviZ
+(``pip install efvi[arviz]``).  Neither imports its dependency until used.
 """
 
 # In the installed distribution this file is efvi/__init__.py: the repository's top-level
@@ -27,16 +32,22 @@ The everyday names are available here: ``efvi.Model``, the families
 # name this file is imported under (a test runner may import the checkout's root as a package).
 __version__ = "0.1.0"
 
+import sys
+
 from efvi import expfam, inference, models
 from efvi.expfam import (Bernoulli, Beta, Categorical, DiagonalGaussian, Dirichlet, Gamma, Gaussian,
                          NormalWishart, Wishart)
 from efvi.inference import ConvergenceWarning, FitResult, Model
 from efvi.models import Observe, glm, gp, lds, likelihoods
+from efvi.inference import plot
+from efvi.inference.inference_data import to_inference_data
+
+sys.modules.setdefault(__name__ + ".plot", plot)   # so that ``import efvi.plot`` works too, like os.path
 
 __all__ = [
     "__version__", "expfam", "inference", "models",
     "Model", "FitResult", "ConvergenceWarning",
     "Bernoulli", "Beta", "Categorical", "DiagonalGaussian", "Dirichlet", "Gamma", "Gaussian",
     "NormalWishart", "Wishart",
-    "Observe", "glm", "gp", "lds", "likelihoods",
+    "Observe", "glm", "gp", "lds", "likelihoods", "plot", "to_inference_data",
 ]

@@ -7,10 +7,10 @@ and batch.  ``.step(X_batch, y_batch)`` of each optimiser (``mc_samples=1``;
 VOGN with its paper's per-example squared gradients) is timed against
 ``ngvi.Adam``'s on the same network and minibatch of 128, in turn, round after
 round (``_common.interleaved_times``); each ratio is the median of the
-round-by-round ratios.  Vprop and its baseline RMSprop (seed 004) and
+round-by-round ratios.  Vprop and its baseline RMSprop (Khan et al., 2017) and
 Bayes-by-Backprop are timed beside them:
 
-* 14-64-1 ReLU, Bernoulli-logit (the Australian set of seed 000 Fig. 1b);
+* 14-64-1 ReLU, Bernoulli-logit (the Australian set of Khan and Nielsen, 2018, Fig. 1b);
 * 784-100-10 ReLU, softmax (MNIST-sized).
 
 Each optimiser keeps stepping on the same batch while it is timed, so its

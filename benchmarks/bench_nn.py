@@ -6,7 +6,7 @@ Run by hand:  OPENBLAS_NUM_THREADS=1 python -m benchmarks.bench_nn  [--quick]
 and gradient), ``"squared_gradients"`` (plus sum_n g_n^2 by the outer-product
 identity) and ``"gauss_newton"`` (plus the Gauss-Newton diagonal), for
 
-* 14-64-1 ReLU, Bernoulli-logit (the Australian set of seed 000 Fig. 1b);
+* 14-64-1 ReLU, Bernoulli-logit (the Australian set of Khan and Nielsen, 2018, Fig. 1b);
 * 784-100-10 ReLU, softmax (MNIST-sized);
 
 each with one weight vector and with 16 Monte Carlo weight samples.  A plain

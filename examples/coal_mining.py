@@ -20,6 +20,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from _common import parse_args, save_figure
+from efvi import plot
 from efvi.inference import Model
 from efvi.models import Observe, gp, lds, likelihoods
 
@@ -70,8 +71,8 @@ def main(argv=None):
 
     fig, ax = plt.subplots(figsize=(8, 3.5))
     ax.bar(years[observed], COUNTS, color="0.75", width=0.8, label="disasters per year")
-    ax.fill_between(years, lower, upper, color="C0", alpha=0.3, label="90% band of exp(f)")
-    ax.plot(years, rate_mean, color="C0", label="posterior mean rate")
+    plot.bands(fit, x=years, k=Z90, transform=np.exp, ax=ax)
+    ax.plot(years, rate_mean, color="C0", linestyle="--", label="posterior mean rate exp(m + v/2)")
     ax.axvspan(years[COUNTS.shape[0]] - 0.5, years[-1] + 0.5, color="C1", alpha=0.1, label="forecast (no data)")
     ax.set(xlabel="year", ylabel="disasters",
            title=f"Coal-mining disasters: Poisson Markov GP (Matern-3/2, lengthscale {lengthscale:.1f} y)")

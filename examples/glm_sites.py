@@ -16,6 +16,7 @@ import numpy as np
 from scipy.special import expit
 
 from _common import parse_args, save_figure
+from efvi import plot
 from efvi.expfam import Gaussian
 from efvi.inference import Model
 from efvi.models import glm, likelihoods
@@ -38,14 +39,12 @@ def main(argv=None):
           f"{np.allclose(check, q.mean, rtol=1e-8)}")
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.5))
-    axes[0].scatter(x, sites.pseudo_obs, c=y, cmap="coolwarm", s=12)
+    plot.sites(fit, x=x, y=y, ax=axes)
     grid = np.linspace(-4, 4, 100)
     axes[0].plot(grid, q.mean[0] + q.mean[1] * grid, "k-", label="posterior mean of a(x)")
-    axes[0].set(xlabel="x", ylabel="pseudo-observation gamma/pi", ylim=(-15, 15),
-                title="sites as pseudo-observations (colour: label)")
+    axes[0].set(ylim=(-15, 15), title="sites as pseudo-observations (crosses: the labels)")
     axes[0].legend()
-    axes[1].scatter(x, sites.precision, c=y, cmap="coolwarm", s=12)
-    axes[1].set(xlabel="x", ylabel="site precision pi", title="site precisions")
+    axes[1].set_title("site precisions")
     save_figure(fig, args.output, "glm_sites.png")
     return fit
 

@@ -6,7 +6,8 @@ the conjugate step is GP regression on the sites' pseudo-observations; the
 kernel's lengthscale and variance are learned by maximising the ELBO,
 alternating with the site updates.  The script prints the accuracy on held-out
 points, the ELBO, the learned hyperparameters and the iterations, and plots the
-predictive probability P(y = 1 | x) with the decision boundary (P = 0.5).
+predictive probability P(y = 1 | x) with the decision boundary (P = 0.5), the
+ELBO's convergence and the calibration on the held-out points.
 """
 
 import time
@@ -19,6 +20,7 @@ import numpy as np
 from sklearn.datasets import make_moons
 
 from _common import parse_args, save_figure
+from efvi import plot
 from efvi.inference import Model
 from efvi.models import Observe, gp, likelihoods
 
@@ -54,7 +56,8 @@ def main(argv=None):
     print(f"learned lengthscale {lengthscale:.4f}, variance {variance:.4f} (started at 1, 1)")
     print(f"accuracy: training {train_accuracy:.3f}, held-out {test_accuracy:.3f}")
 
-    fig, (ax, ax_trace) = plt.subplots(1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [1.3, 1]})
+    fig, (ax, ax_trace, ax_calibration) = plt.subplots(1, 3, figsize=(16, 4.2),
+                                                       gridspec_kw={"width_ratios": [1.3, 1, 1]})
     grid_x, grid_y = np.meshgrid(np.linspace(-2.0, 3.0, 120), np.linspace(-1.5, 2.0, 100))
     grid = np.column_stack([grid_x.ravel(), grid_y.ravel()])
     surface = probability(grid).reshape(grid_x.shape)
@@ -64,10 +67,10 @@ def main(argv=None):
     fig.colorbar(filled, ax=ax, label="P(y = 1 | x)")
     ax.set(xlabel="$x_1$", ylabel="$x_2$",
            title=f"predictive probability (held-out accuracy {test_accuracy:.3f})")
-    gap = fit.elbo_trace.max() - fit.elbo_trace
-    ax_trace.semilogy(np.flatnonzero(gap > 0), gap[gap > 0], "o-", ms=3)
-    ax_trace.set(xlabel="trace entry (site sweeps and hyperparameter rounds)",
-                 ylabel="nats below the final ELBO", title="convergence of the ELBO")
+    plot.elbo(fit, ax=ax_trace)
+    ax_trace.set(xlabel="trace entry (site sweeps and hyperparameter rounds)", title="convergence of the ELBO")
+    plot.calibration(y_test, probability(X_test), ax=ax_calibration)
+    ax_calibration.set_title("calibration on the held-out points")
     fig.subplots_adjust(wspace=0.35)
     save_figure(fig, args.output, "gp_classification.png")
     return fit

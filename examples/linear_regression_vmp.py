@@ -15,6 +15,7 @@ import numpy as np
 from sklearn.datasets import load_diabetes
 
 from _common import parse_args, save_figure
+from efvi import plot
 from efvi.expfam import Gamma, Gaussian
 from efvi.inference import Model
 from efvi.models import glm, likelihoods
@@ -43,8 +44,7 @@ def main(argv=None):
     print(f"max |mean - closed-form VMP fixed point| = {np.abs(q_w.mean - check).max():.2e}")
 
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.2))
-    axes[0].plot(fit.elbo_trace, "o-")
-    axes[0].set(xlabel="iteration", ylabel="ELBO", title="VMP: monotone ELBO")
+    plot.elbo(fit, ax=axes[0]).set_title("VMP: monotone ELBO")
     taus = q_tau.sample(np.random.default_rng(0), 4000)
     axes[1].hist(1 / np.sqrt(taus), bins=50, density=True)
     axes[1].set(xlabel="noise sd", title="posterior of the noise sd")

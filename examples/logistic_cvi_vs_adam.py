@@ -4,7 +4,8 @@ Both methods fit the same full-covariance Gaussian posterior to the same exact
 ELBO (Gauss-Hermite expectations); CVI takes natural-gradient steps through
 per-point 1-D Gaussian sites, the baseline takes Adam steps on the mean and the
 Cholesky factor.  The plot shows the test log2-loss of the posterior predictive
-and the ELBO gap against iterations, as in Fig. 1b of Khan and Nielsen (2018).
+and the ELBO gap against iterations, as in Fig. 1b of Khan and Nielsen (2018),
+and the calibration of both final posterior predictives on the test set.
 """
 
 import matplotlib
@@ -15,16 +16,22 @@ import numpy as np
 from sklearn.datasets import load_breast_cancer
 
 from _common import parse_args, save_figure
+from efvi import plot
 from efvi.expfam import Gaussian
 from efvi.inference import Model
 from efvi.inference.baselines import gradient_vi
 from efvi.models import glm, likelihoods
 
 
+def predictive(q, X):
+    """Posterior predictive probability of label 1 at the rows of ``X``."""
+    mean, var = X @ q.mean, np.einsum("nd,de,ne->n", X, q.cov, X)
+    return likelihoods.BernoulliLogit().predict_mean_var(mean, var)[0]
+
+
 def log2_loss(q, X, y):
     """Mean test log2-loss of the posterior predictive."""
-    mean, var = X @ q.mean, np.einsum("nd,de,ne->n", X, q.cov, X)
-    p1 = likelihoods.BernoulliLogit().predict_mean_var(mean, var)[0]
+    p1 = predictive(q, X)
     p = np.clip(np.where(y == 1, p1, 1 - p1), 1e-300, 1.0)
     return -np.mean(np.log2(p))
 
@@ -52,15 +59,20 @@ def main(argv=None):
     print(f"Adam: ELBO {adam.elbo:.6f} after {n_adam} iterations ({adam.time_trace[-1]:.2f} s), "
           f"gap {cvi.elbo - adam.elbo:.2e} nats, test log2-loss {adam_losses[-1]:.4f}")
 
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.5))
+    fig, axes = plt.subplots(1, 3, figsize=(15, 3.5))
     axes[0].plot(np.arange(1, len(cvi_losses) + 1), cvi_losses, "k-o", markersize=3, label="CVI (natural gradient)")
     axes[0].plot(np.arange(1, len(adam_losses) + 1), adam_losses, "C1-", label="Adam (plain gradient)")
     axes[0].set(xscale="log", xlabel="iteration", ylabel="test log2-loss", title="breast cancer")
     axes[0].legend()
-    axes[1].plot(np.maximum(cvi.elbo - cvi.elbo_trace, 1e-12), "k-o", markersize=3, label="CVI")
-    axes[1].plot(np.maximum(cvi.elbo - adam.elbo_trace, 1e-12), "C1-", label="Adam")
-    axes[1].set(xscale="log", yscale="log", xlabel="iteration", ylabel="ELBO gap (nats)")
+    plot.elbo(cvi, ax=axes[1], best=cvi.elbo, label="CVI", color="k")
+    plot.elbo(adam.elbo_trace, ax=axes[1], best=cvi.elbo, label="Adam", color="C1", marker=None)
+    axes[1].set(xscale="log", ylabel="ELBO gap to the CVI optimum (nats)")
     axes[1].legend()
+    plot.calibration(y[test], predictive(cvi.posterior["w"], X[test]), n_bins=5, ax=axes[2], label="CVI", color="k")
+    plot.calibration(y[test], predictive(adam.posterior, X[test]), n_bins=5, ax=axes[2], label="Adam",
+                     color="C1")
+    axes[2].set_title("test-set calibration")
+    axes[2].legend(fontsize=8)
     save_figure(fig, args.output, "logistic_cvi_vs_adam.png")
     return cvi, adam
 

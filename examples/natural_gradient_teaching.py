@@ -19,6 +19,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from _common import parse_args, save_figure
+from efvi import plot
 from efvi.expfam import DiagonalGaussian, Gaussian
 from efvi.inference import Model
 from efvi.inference.baselines import gradient_vi
@@ -56,11 +57,10 @@ def main(argv=None):
     for q, style in zip(narrow + wide, ["C0-", "C0--", "C1-", "C1--"]):
         axes[0].plot(grid, np.exp(q.logpdf(grid[:, None])), style)
     axes[0].set(title="same Euclidean distance, different KL", xlabel="z", yscale="log", ylim=(1e-4, 5))
-    for name, trace, style in (("CVI (natural gradient)", cvi.elbo_trace, "k-o"),
-                               ("Adam", adam.elbo_trace, "C1-"), ("SGD", sgd.elbo_trace, "C2-")):
-        axes[1].plot(np.maximum(best - np.asarray(trace), 1e-12), style, label=name, markersize=3)
-    axes[1].set(xscale="log", yscale="log", xlabel="iteration", ylabel="ELBO gap (nats)",
-                title="logistic regression")
+    for name, trace, color, marker in (("CVI (natural gradient)", cvi.elbo_trace, "k", "o"),
+                                       ("Adam", adam.elbo_trace, "C1", None), ("SGD", sgd.elbo_trace, "C2", None)):
+        plot.elbo(trace, ax=axes[1], best=best, label=name, color=color, marker=marker)
+    axes[1].set(xscale="log", ylabel="ELBO gap to the CVI optimum (nats)", title="logistic regression")
     axes[1].legend()
     save_figure(fig, args.output, "natural_gradient_teaching.png")
     return cvi, adam, sgd

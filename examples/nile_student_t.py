@@ -22,6 +22,7 @@ import numpy as np
 import statsmodels.api as sm
 
 from _common import parse_args, save_figure
+from efvi import plot
 from efvi.inference import Model
 from efvi.models import Observe, lds, likelihoods
 
@@ -71,10 +72,7 @@ def main(argv=None):
     ax.plot(years[kept], flow[kept], ".", color="0.6", label="flow")
     ax.plot(years[outlier_index], flow[outlier_index], "x", color="k", ms=8, label="artificial outliers")
     for (name, fit), color in zip(fits.items(), ("C3", "C0")):
-        q = fit.posterior["level"]
-        sd = np.sqrt(q.var)
-        ax.fill_between(years, q.mean - Z90 * sd, q.mean + Z90 * sd, color=color, alpha=0.2)
-        ax.plot(years, q.mean, color=color, label=f"{name} level (90% band)")
+        plot.bands(fit, x=years, k=Z90, ax=ax, label=f"{name} level", color=color)
     ax.set(xlabel="year", ylabel="flow (10^8 m^3)", title="Nile: local-level model, Gaussian vs Student-t noise")
     ax.legend(fontsize=8, loc="upper right")
     save_figure(fig, args.output, "nile_student_t.png")

@@ -1,7 +1,6 @@
-"""Variational adaptive-Newton (VAN) against Newton's method on a 2-D logistic regression (seed 003).
+"""Variational adaptive-Newton (VAN) against Newton's method on a 2-D logistic regression (Khan et al., 2017).
 
-Seed 003 (Shi's tutorial, slide "Variational Adaptive-Newton", after Khan et
-al., 2017) writes the natural-gradient step of a full-covariance Gaussian as
+The variational adaptive-Newton method (Khan et al., 2017) writes the natural-gradient step of a full-covariance Gaussian as
 a Newton step taken at weight samples:
 
     V^-1 <- (1 - rho) V^-1 + rho [tau I - sum_i E_q H_i(w)],

@@ -1,4 +1,4 @@
-"""Vprop against RMSprop on handwritten digits: same cost per step, similar fit, plus uncertainty (seed 004).
+"""Vprop against RMSprop on handwritten digits: same cost per step, similar fit, plus uncertainty (Khan et al., 2017, the Vprop poster).
 
 The Vprop poster (Khan, Liu, Tangkaratt and Gal, 2017) turns RMSprop into
 Gaussian variational inference with three changes: the gradient is taken at a

@@ -18,7 +18,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from _common import parse_args, save_figure
-from efvi.inference import Model
+from efvi import plot
+from efvi.inference import Marginals, Model
 from efvi.models import Observe, lds, likelihoods
 
 OMEGA, RADIUS, PROCESS_VAR = 2 * np.pi / 60.0, 0.99, 0.01
@@ -70,14 +71,12 @@ def main(argv=None):
     steps = np.arange(T)[shown]
     fig, axes = plt.subplots(2, 1, figsize=(8, 5), sharex=True)
     axes[0].plot(steps, counts[shown], ".", color="0.6", label="counts")
-    rate_lo, rate_hi = np.exp(means[shown, 0] - Z90 * sds[shown, 0]), np.exp(means[shown, 0] + Z90 * sds[shown, 0])
-    axes[0].fill_between(steps, rate_lo, rate_hi, color="C0", alpha=0.3, label="90% band of exp(x1)")
+    plot.bands(Marginals(means[shown, 0], sds[shown, 0] ** 2), x=steps, k=Z90, transform=np.exp, ax=axes[0],
+               label="x1")
     axes[0].plot(steps, np.exp(states[shown, 0]), color="k", lw=1, label="true rate exp(x1)")
     axes[0].set(ylabel="counts", title="Poisson counts from a hidden damped oscillator")
     axes[0].legend(fontsize=8, loc="upper right")
-    axes[1].fill_between(steps, means[shown, 1] - Z90 * sds[shown, 1], means[shown, 1] + Z90 * sds[shown, 1],
-                         color="C1", alpha=0.3, label="posterior 90% band of x2")
-    axes[1].plot(steps, means[shown, 1], color="C1", label="posterior mean of x2")
+    plot.bands(Marginals(means[shown, 1], sds[shown, 1] ** 2), x=steps, k=Z90, ax=axes[1], label="x2", color="C1")
     axes[1].plot(steps, states[shown, 1], color="k", lw=1, label="true x2 (never observed)")
     axes[1].set(xlabel="time step", ylabel="x2")
     axes[1].legend(fontsize=8, loc="upper right")

@@ -14,6 +14,7 @@ import numpy as np
 from sklearn.datasets import load_iris
 
 from _common import parse_args, save_figure
+from efvi import plot
 from efvi.expfam import Gaussian, Wishart
 from efvi.inference import GaussianWishart, Model
 
@@ -35,8 +36,7 @@ def main(argv=None):
     print("correlation from E[Lambda]^-1:\n", np.round(cov / np.outer(sd, sd), 3))
     print("sample correlation:\n", np.round(np.corrcoef(X.T), 3))
     fig, ax = plt.subplots(figsize=(4, 3))
-    ax.plot(fit.elbo_trace, "o-")
-    ax.set(xlabel="iteration", ylabel="ELBO", title="Gaussian-Wishart VMP")
+    plot.elbo(fit, ax=ax).set_title("Gaussian-Wishart VMP")
     save_figure(fig, args.output, "wishart_precision.png")
     return fit
 

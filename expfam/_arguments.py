@@ -148,6 +148,12 @@ def check_parameter_tuple(cls, params, name):
                 f"{name}[{i}] ({pname}) of {cls.__name__} has batch shape "
                 f"{arr.shape[: arr.ndim - k]}, expected {batch} like {name}[0]"
             )
+    for i, (arr, k, pname) in enumerate(zip(arrays, cls.event_ndims, cls.param_names)):
+        if 0 in arr.shape[arr.ndim - k:]:
+            raise ValueError(
+                f"{name}[{i}] ({pname}) of {cls.__name__} must have event dimensions of size >= 1; "
+                f"got shape {arr.shape}"
+            )
     cls._check_event_shapes(arrays, name)
     valid = np.asarray(cls.is_valid_natural(arrays))
     if not np.all(valid):

@@ -38,6 +38,8 @@ that part as a bare array as well as in a 1-tuple, and a family with several
 raises a ``ValueError`` for a bare array instead of reading its rows as parts.
 """
 
+import inspect
+
 import numpy as np
 
 from . import _autodiff, _newton, _params
@@ -61,9 +63,13 @@ class ExponentialFamily:
     draw_parts : tuple of str
         Names of the arrays of a draw that is a tuple (Normal-Wishart's
         ``("mu", "precision")``); empty for draws that are one array.
+    readable_params : tuple of str or None
+        The readable parameters ``repr`` shows (default None: the arguments
+        of the constructor ``__init__``).
     """
 
     name = None
+    readable_params = None
     param_names = ()
     event_ndims = ()
     sample_ndim = 0
@@ -264,6 +270,10 @@ class ExponentialFamily:
     def from_mean_params(cls, mean):
         """Build a distribution from mean parameters ``mu = E[phi(z)]`` (a tuple; one part may come bare)."""
         mean = tuple(as_float(p, f"mean[{i}]") for i, p in enumerate(mean))
+        for i, (part, k) in enumerate(zip(mean, cls.event_ndims)):
+            if k and 0 in part.shape[part.ndim - k:]:
+                raise ValueError(f"mean[{i}] of {cls.__name__} must have event dimensions of size >= 1; "
+                                 f"got shape {part.shape}")
         return cls.from_natural(cls.mean_to_natural(mean))
 
     @property
@@ -435,7 +445,36 @@ class ExponentialFamily:
         return type(self).from_natural(tuple(parts), validate=False)
 
     def __repr__(self):
-        return f"{type(self).__name__}(batch_shape={self.batch_shape})"
+        """``Gamma(shape=2.0, rate=1.0)`` for small batches, ``Gamma(batch_shape=(1000,))`` for large ones."""
+        readable = self._readable_values()
+        if readable is None:
+            return f"{type(self).__name__}(batch_shape={self.batch_shape})"
+        return f"{type(self).__name__}({', '.join(f'{name}={text}' for name, text in readable)})"
+
+    def _readable_values(self):
+        """``[(name, formatted value), ...]`` of the readable parameters, or None when there are too many entries."""
+        names = type(self).readable_params
+        if names is None:
+            if type(self).__init__ is ExponentialFamily.__init__:
+                return None
+            names = list(inspect.signature(type(self).__init__).parameters)[1:]
+        try:
+            values = [(name, np.asarray(getattr(self, name), dtype=float)) for name in names]
+        except (AttributeError, TypeError, ValueError):
+            return None
+        if sum(value.size for _, value in values) > REPR_MAX_ENTRIES:
+            return None
+        return [(name, _format_value(value)) for name, value in values]
+
+
+REPR_MAX_ENTRIES = 12
+"""``repr`` shows the readable parameters when they hold at most this many numbers in all."""
+
+
+def _format_value(value):
+    """A parameter printed plainly to six significant digits: ``2.0``, ``[0.5, 1.0]``."""
+    rounded = np.vectorize(lambda x: float(f"{x:.6g}"), otypes=[float])(value)
+    return repr(rounded.tolist())
 
 
 read_parameter_tuples(ExponentialFamily)

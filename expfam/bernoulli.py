@@ -50,6 +50,7 @@ class Bernoulli(ExponentialFamily):
     """
 
     name = "bernoulli"
+    readable_params = ("probs",)
     param_names = ("logit p",)
     event_ndims = (0,)
     sample_ndim = 0

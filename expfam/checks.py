@@ -25,6 +25,17 @@ def _describe_input(x):
     return text if len(text) <= 200 else f"{type(x).__name__} {text[:200]}..."
 
 
+def _first_non_numeric_column(x):
+    """``(name, dtype)`` of the first column of a data frame (anything with ``dtypes``) that is not numeric, or None."""
+    dtypes = getattr(x, "dtypes", None)
+    if dtypes is None or not hasattr(dtypes, "items"):
+        return None
+    for column, dtype in dtypes.items():
+        if getattr(dtype, "kind", "O") not in "biuf":
+            return column, dtype
+    return None
+
+
 def number(x):
     """A scalar formatted plainly (``1e-17``, ``-1.0``; never ``np.float64(...)``)."""
     return repr(np.asarray(x).item())
@@ -57,6 +68,9 @@ def as_float(x, name, ndim_min=0, finite=True):
     try:
         arr = np.asarray(x, dtype=float)
     except (TypeError, ValueError):
+        column = _first_non_numeric_column(x)
+        if column is not None:
+            raise ValueError(f"{name} must be numeric; got column {column[0]!r} of dtype {column[1]}") from None
         raise ValueError(f"{name} must be a numeric array; got {_describe_input(x)}") from None
     if arr.ndim < ndim_min:
         raise ValueError(f"{name} must have at least {ndim_min} dimension(s); got shape {arr.shape}")
@@ -120,6 +134,8 @@ def check_square(x, name):
     arr = as_float(x, name, ndim_min=2)
     if arr.shape[-1] != arr.shape[-2]:
         raise ValueError(f"{name} must be square in its last two dimensions; got shape {arr.shape}")
+    if arr.shape[-1] == 0:
+        raise ValueError(f"{name} must be at least 1 x 1 in its last two dimensions; got shape {arr.shape}")
     return arr
 
 

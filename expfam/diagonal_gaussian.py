@@ -44,6 +44,7 @@ class DiagonalGaussian(GaussianBaseMeasure, ExponentialFamily):
     """
 
     name = "diagonal_gaussian"
+    readable_params = ("mean", "var")
     param_names = ("mean / var", "-1 / (2 var)")
     event_ndims = (1, 1)
     sample_ndim = 1
@@ -134,6 +135,8 @@ class DiagonalGaussian(GaussianBaseMeasure, ExponentialFamily):
             positive, or their shapes do not broadcast.
         """
         mean = as_float(mean, "mean", ndim_min=1)
+        if mean.shape[-1] < 1:
+            raise ValueError(f"mean must have shape (..., D) with dimension D >= 1; got shape {mean.shape}")
         var = check_positive(var, "var")
         mean, var = broadcast_pair(mean, var, "mean", "var")
         return cls.from_natural((mean / var, -0.5 / var), validate=False)

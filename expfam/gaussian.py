@@ -84,6 +84,7 @@ class Gaussian(GaussianBaseMeasure, ExponentialFamily):
     """
 
     name = "gaussian"
+    readable_params = ("mean", "cov")
     param_names = ("precision @ mean", "-precision / 2")
     event_ndims = (1, 2)
     sample_ndim = 1
@@ -217,8 +218,10 @@ class Gaussian(GaussianBaseMeasure, ExponentialFamily):
     @staticmethod
     def _check_mean_matrix(mean, matrix, matrix_name):
         mean = as_float(mean, "mean", ndim_min=1)
-        matrix = check_pd(matrix, matrix_name)
         dim = mean.shape[-1]
+        if dim < 1:
+            raise ValueError(f"mean must have shape (..., D) with dimension D >= 1; got shape {mean.shape}")
+        matrix = check_pd(matrix, matrix_name)
         if matrix.shape[-1] != dim:
             raise ValueError(
                 f"{matrix_name} must have shape (..., {dim}, {dim}) to match mean of shape "

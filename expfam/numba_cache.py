@@ -22,16 +22,67 @@ directory of this user's under the temporary directory, where later processes
 find the kernels again, or, failing that too, turns caching off.  Either way it
 warns once per process with :class:`NumbaCacheWarning`; setting
 ``NUMBA_CACHE_DIR`` to a writable directory removes the warning.
+
+Compiling rather than loading from the cache is announced: every kernel efvi
+compiles is logged at INFO on the ``efvi`` logger (with its time), and the
+first time compiling takes more than :data:`COMPILE_NOTICE_SECONDS` in a
+process, one line says so at WARNING level (Python prints it on stderr unless
+logging is configured otherwise; ``logging.getLogger("efvi").setLevel("ERROR")``
+silences it).  The first fit after installing efvi compiles for a few seconds;
+later processes load the kernels from the cache.
 """
 
 import functools
+import logging
 import os
 import stat
 import tempfile
+import time
 import warnings
 
 import numba
+import numba.core.event
 from numba.misc.appdirs import AppDirs
+
+COMPILE_NOTICE_SECONDS = 1.0
+"""Compile time (seconds, summed over this process) after which the one-time notice is logged."""
+
+logger = logging.getLogger(__name__.split(".")[0])
+
+
+class _CompileListener(numba.core.event.Listener):
+    """Times numba's compilations (cache misses only: a kernel loaded from the cache is not compiled)."""
+
+    def __init__(self, package):
+        self.package = package
+        self.depth = 0
+        self.started = 0.0
+        self.total = 0.0
+        self.announced = False
+
+    def on_start(self, event):
+        if self.depth == 0:
+            self.started = time.perf_counter()
+        self.depth += 1
+
+    def on_end(self, event):
+        self.depth -= 1
+        function = getattr(event.data.get("dispatcher"), "py_func", None)
+        module = getattr(function, "__module__", "") or ""
+        if self.depth or not (module == self.package or module.startswith(self.package + ".")):
+            return
+        seconds = time.perf_counter() - self.started
+        self.total += seconds
+        logger.info("compiled numba kernel %s.%s in %.2f s (not found in the cache)",
+                    module, function.__qualname__, seconds)
+        if self.total > COMPILE_NOTICE_SECONDS and not self.announced:
+            self.announced = True
+            logger.warning("efvi: compiling numba kernels on first use (%.1f s so far, once: they are cached "
+                           "on disk for later runs)", self.total)
+
+
+_compile_listener = _CompileListener(logger.name)
+numba.core.event.register("numba:compile", _compile_listener)
 
 
 class NumbaCacheWarning(UserWarning):

@@ -25,7 +25,7 @@ from .. import expfam
 from ..expfam import ExponentialFamily
 from ._acceleration import AndersonAccelerator
 from .factor import GaussianSiteView, SiteView
-from .result import FitResult, Marginals
+from .result import _REBUILDERS, FitResult, Marginals
 from ._state import ControllerState, FitState, HyperState
 from .steps import RULES
 
@@ -99,6 +99,12 @@ def _layout(result):
             posterior[name] = {"kind": "marginals", "family": type(q).__name__,
                                "points": int(sizes[0]) if sizes else int(np.shape(q.mean)[0])}
             parts = (q.mean, q.var)
+            saved = q.predictive_state() if callable(getattr(q, "predictive_state", None)) else None
+            if saved is not None:           # what prediction needs: the prior's parts and the summed sites
+                predictor, spec, needed = saved
+                posterior[name].update(kind="predictive", predictor=predictor, spec=spec)
+                for key, a in needed.items():
+                    arrays[f"posterior/{i}/predict/{key}"] = np.asarray(a, dtype=float)
         for j, a in enumerate(parts):
             arrays[f"posterior/{i}/{j}"] = np.asarray(a, dtype=float)
     controller = state.controller
@@ -261,8 +267,9 @@ class _Reader:
         posterior, shapes = {}, {}
         for i, (name, kind) in enumerate(spec.items()):
             entry = f"__meta__.posterior[{name!r}]"
-            keys = {"kind", "family", "points"} if isinstance(kind, dict) and kind.get("kind") == "marginals" \
-                else {"kind", "family"}
+            keys = {"expfam": {"kind", "family"}, "marginals": {"kind", "family", "points"},
+                    "predictive": {"kind", "family", "points", "predictor", "spec"}}.get(
+                kind.get("kind") if isinstance(kind, dict) else None, {"kind", "family"})
             self.check(isinstance(kind, dict) and set(kind) == keys and isinstance(kind["family"], str), entry,
                        f"must be an object with {sorted(keys)} (the family a name); got {kind!r}")
             if kind["kind"] == "expfam":
@@ -276,7 +283,7 @@ class _Reader:
                 except ValueError as err:
                     self.fail(f"posterior/{i}", f"is not a valid {family.__name__} natural parameter ({err})")
                 shapes[name] = [p.shape for p in parts]
-            elif kind["kind"] == "marginals":
+            elif kind["kind"] in ("marginals", "predictive"):
                 mean, var = self.array(f"posterior/{i}/0"), self.array(f"posterior/{i}/1")
                 self.check(mean.ndim == 1 and var.shape == mean.shape, f"posterior/{i}",
                            f"must be a mean and a variance of one shape (N,); got {mean.shape} and {var.shape}")
@@ -285,10 +292,35 @@ class _Reader:
                 self.check(_is_int(points) and points >= 1, f"{entry}.points", f"must be a positive integer; got "
                                                                               f"{points!r}")
                 posterior[name] = Marginals(mean, var)
+                if kind["kind"] == "predictive":
+                    posterior[name] = self._predictive(i, name, kind, mean, var)
                 shapes[name] = [(points,), (points,)]                  # the per-point sites of its factors
             else:
-                self.fail(entry, f"has kind {kind['kind']!r}; expected 'expfam' or 'marginals'")
+                self.fail(entry, f"has kind {kind['kind']!r}; expected 'expfam', 'marginals' or 'predictive'")
         return posterior, shapes
+
+    def _predictive(self, i, name, kind, mean, var):
+        """A structured posterior rebuilt by its model's hook from the saved prior and sites, checked
+        against the saved marginals."""
+        entry = f"__meta__.posterior[{name!r}]"
+        predictor = kind["predictor"]
+        rebuild = _REBUILDERS.get(predictor) if isinstance(predictor, str) else None
+        self.check(rebuild is not None, f"{entry}.predictor",
+                   f"must name a known predictor ({', '.join(map(repr, sorted(_REBUILDERS)))}); got {predictor!r}")
+        prefix = f"posterior/{i}/predict/"
+        keys = ", ".join(repr(k) for k in sorted(self.manifest) if k.startswith(prefix))
+        try:
+            rebuilt = rebuild(kind["spec"], lambda key: self.array(prefix + key), name)
+        except (ValueError, TypeError, KeyError, ArithmeticError, np.linalg.LinAlgError) as err:
+            if isinstance(err, FitFileError):
+                raise
+            self.fail(f"{entry}.spec", f"and the arrays {keys} do not describe a {kind['family']} prior and its "
+                                       f"sites ({type(err).__name__}: {err})"[:600])
+        same = np.shape(rebuilt.mean) == mean.shape and np.allclose(rebuilt.mean, mean, rtol=1e-9, atol=1e-12) \
+            and np.allclose(rebuilt.var, var, rtol=1e-9, atol=1e-12)
+        self.check(same, f"posterior/{i}", f"(the saved marginals) differs from the posterior rebuilt from "
+                                           f"{entry}.spec and the arrays {keys}")
+        return rebuilt
 
     def _layout(self, layout, name):
         entry = f"__meta__.{name}"

@@ -52,6 +52,8 @@ class Factor:
         Role name -> block name.
     n_data : int
         Number of data points (sites per block).
+    n_observed : int
+        Number of data points that are observed (not missing); ``Model`` refuses a factor with none.
     stochastic : bool
         Whether :meth:`evaluate` returns Monte Carlo estimates.
     conjugate : bool
@@ -63,6 +65,11 @@ class Factor:
     n_data = 1
     stochastic = False
     conjugate = False
+
+    @property
+    def n_observed(self):
+        """Data points that are observed (default: all ``n_data``; a factor with missing values overrides it)."""
+        return self.n_data
 
     @property
     def block_names(self):

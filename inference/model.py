@@ -29,7 +29,9 @@ class Model:
     Raises
     ------
     ValueError
-        If a factor names an unknown block, or pairs with a family it does not support.
+        If a factor names an unknown block, pairs with a family it does not
+        support, or has no data (no data points, or every observation missing):
+        fitting it would return the prior.
 
     Examples
     --------
@@ -59,6 +61,7 @@ class Model:
                         f"factors[{i}] ({factor.describe()}): {role}={block!r} is not a latent "
                         f"block; known blocks: {', '.join(map(repr, self.blocks))}"
                     )
+            _check_has_data(factor, i)
             factor.bind({b: self.blocks[b] for b in factor.block_names})
         for name, block in list(self.blocks.items()):
             touching = [f for f in factors if name in f.block_names]
@@ -94,7 +97,7 @@ class Model:
             ``N mod batch_size`` left over (scaled by its own size), so every
             point is visited once per epoch.
         minibatch : {"svi", "sites"}
-            ``"svi"``: the N/|B|-scaled update of Khan and Nielsen (2018), eq. 14; ``"sites"``:
+            ``"svi"``: the ``N/|B|``-scaled update of Khan and Nielsen (2018), eq. 14; ``"sites"``:
             update only the chosen points' sites (eq. 21).
         seed : int
             Seeds the data order and Monte Carlo draws.
@@ -154,6 +157,16 @@ class Model:
         priors = {b: engine.blocks[b] for b in engine.learners}
         return FitResult(dict(engine.q), views, state, converged, timings, message=message, priors=priors,
                          factor_names=[f.describe() for f in self.factors])
+
+
+def _check_has_data(factor, i):
+    """A factor without observed data would leave its blocks at the prior and call that converged."""
+    if factor.n_data == 0:
+        raise ValueError(f"factors[{i}] ({factor.describe()}) has no data: expected at least one data point; "
+                         f"got 0")
+    if factor.n_observed == 0:
+        raise ValueError(f"factors[{i}] ({factor.describe()}) has no data: expected at least one observed "
+                         f"value; got {factor.n_data} data points, all missing (NaN)")
 
 
 def _check_tol(tol):

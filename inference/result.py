@@ -177,6 +177,100 @@ class FitResult:
     def __repr__(self):
         return f"FitResult(elbo={self.elbo:.6g}, n_iter={self.n_iter}, converged={self.converged})"
 
+    # ------------------------------------------------------------------ prediction
+    def predict_latent(self, inputs, block=None):
+        """The posterior of a block's latent at new inputs.
+
+        Parameters
+        ----------
+        inputs : array_like
+            New rows ``X_new`` of shape (M, D) for a GLM's weights or a GP;
+            new times, shape (M,), for a Markov GP (any order: before, between
+            or after the data; interpolation and forecasts); time-step indices
+            (integers ``>= 0``) for an LDS, where steps beyond the last are
+            forecasts (constant transition, process covariance and observation
+            row only).
+        block : str, optional
+            The block to predict; may be omitted when one block can predict.
+
+        Returns
+        -------
+        LatentPrediction
+            ``mean``, ``var``, ``interval(level)`` (exact Gaussian quantiles)
+            and ``sample(n, seed)`` (joint draws).
+
+        Raises
+        ------
+        ValueError
+            If ``block`` is not a block that predicts, or ``inputs`` do not suit it.
+        """
+        name = self._predicting_block(block)
+        posterior = self.posterior[name]
+        for kind, (predict, sample) in _LATENT_PREDICTORS.items():
+            if isinstance(posterior, kind):
+                mean, var = predict(posterior, inputs)
+                return LatentPrediction(mean, var, lambda n, rng: sample(posterior, inputs, n, rng))
+        mean, var = posterior.predict(inputs)
+        return LatentPrediction(mean, var,
+                                lambda n, rng: _gaussian_draws(*posterior.predict(inputs, full_cov=True), n, rng))
+
+    def predict(self, inputs, likelihood, block=None):
+        """Posterior-predictive marginals of new observations ``y`` at new inputs.
+
+        Parameters
+        ----------
+        inputs : array_like
+            As for :meth:`predict_latent`.
+        likelihood : efvi.models.likelihoods.Likelihood
+            The observation model of the new points, usually the one the block
+            was fitted with; per-point parameters (exposures, trial counts)
+            are those of the new points.  Its parameters must be fixed numbers
+            (not latent blocks).
+        block : str, optional
+            As for :meth:`predict_latent`.
+
+        Returns
+        -------
+        Prediction
+            ``mean`` and ``var`` of ``y``, ``interval(level)`` (exact for
+            Gaussian and discrete likelihoods), ``sample(n, seed)``
+            (posterior-predictive draws), ``log_density(y)`` and ``latent``.
+
+        Raises
+        ------
+        ValueError
+            If ``likelihood`` is not a likelihood with fixed parameters, or as for
+            :meth:`predict_latent`.
+        """
+        if not callable(getattr(likelihood, "predict_mean_var", None)):
+            raise ValueError("likelihood must be an efvi likelihood (e.g. efvi.likelihoods.Poisson()); "
+                             f"got {type(likelihood).__name__}")
+        if getattr(likelihood, "latent_parameters", {}):
+            raise ValueError(f"likelihood must have fixed parameters to predict; {likelihood!r} holds "
+                             f"{sorted(likelihood.latent_parameters)} as latent blocks: pass a likelihood with "
+                             "numbers, e.g. the posterior mean of the noise precision")
+        return Prediction(self.predict_latent(inputs, block), likelihood)
+
+    def _predicting_block(self, block):
+        able = [b for b, q in self.posterior.items() if _can_predict(q)]
+        if block is None:
+            if len(able) != 1:
+                raise ValueError(f"block must name the block to predict: this fit has "
+                                 f"{len(able) or 'no'} blocks that predict ({', '.join(map(repr, able))})")
+            return able[0]
+        if block not in self.posterior:
+            raise ValueError(f"block must name a block of this fit ({', '.join(map(repr, self.posterior))}); "
+                             f"got {block!r}")
+        q = self.posterior[block]
+        if isinstance(q, Marginals):
+            raise ValueError(f"block {block!r} was loaded from a file that holds only its marginal means and "
+                             "variances (its prior has no saved form, e.g. a kernel outside efvi's kernels); refit "
+                             "to predict")
+        if not _can_predict(q):
+            raise ValueError(f"block {block!r} has a {type(q).__name__} posterior, which does not predict at new "
+                             f"inputs; blocks that do: {', '.join(map(repr, able)) or 'none'}")
+        return block
+
     # ------------------------------------------------------------------ persistence
     def save(self, path):
         """Write the result to ``path`` atomically (``.npz``: arrays plus JSON metadata, no pickle).
@@ -228,6 +322,12 @@ class Marginals:
         return f"Marginals(n={self.mean.shape[0]})"
 
 
+def _can_predict(posterior):
+    """Whether a posterior predicts its latent at new inputs (a registered type, or a ``predict`` method)."""
+    return isinstance(posterior, tuple(_LATENT_PREDICTORS)) or (
+        not isinstance(posterior, ExponentialFamily) and callable(getattr(posterior, "predict", None)))
+
+
 def _posterior_as_prior(name, posterior):
     """The prior that continues the inference from ``posterior`` (see :meth:`FitResult.as_prior`)."""
     if isinstance(posterior, ExponentialFamily):
@@ -247,3 +347,285 @@ def _posterior_as_prior(name, posterior):
         "does not build as a block.  Fit the tasks' data in one model instead (its sites are the sum of the "
         "tasks' sites, so it is the posterior that exact sequential updating would reach), or read the "
         f"posterior at new inputs with fit.posterior[{name!r}].predict(...)", name)
+
+
+# ---------------------------------------------------------------------- prediction
+# Hooks the models fill at import (the engine never imports them): a posterior type -> how to predict
+# its latent at new inputs, and a saved predictor kind -> how to rebuild a posterior from a fit file.
+_LATENT_PREDICTORS = {}
+_REBUILDERS = {}
+
+
+def register_latent_predictor(posterior_types, predict, sample):
+    """Say how posteriors of ``posterior_types`` predict their latent at new inputs.
+
+    For posteriors without a ``predict(inputs, full_cov)`` method of their own
+    (e.g. a GLM's weight posterior, whose latent is ``a = x^T w``).
+
+    Parameters
+    ----------
+    posterior_types : type or tuple of types
+    predict : callable
+        ``predict(posterior, inputs) -> (mean, var)``, each of shape (M,).
+    sample : callable
+        ``sample(posterior, inputs, n, rng) -> ndarray, shape (n, M)``: joint draws of the latent.
+    """
+    for kind in posterior_types if isinstance(posterior_types, tuple) else (posterior_types,):
+        _LATENT_PREDICTORS[kind] = (predict, sample)
+
+
+def register_rebuilder(kind, rebuild):
+    """Say how a fit file's predictor ``kind`` becomes a posterior again (see ``predictive_state``).
+
+    A structured posterior that can be saved with what prediction needs has a
+    method ``predictive_state() -> (kind, spec, arrays)`` (a JSON-able spec and
+    a dict of float64 arrays); on load ``rebuild(spec, array, name)`` is called
+    with ``array(key)`` returning the checked array ``key`` and must return the
+    posterior or raise ``ValueError`` / ``TypeError`` / ``KeyError``.
+    """
+    _REBUILDERS[kind] = rebuild
+
+
+def _gaussian_draws(mean, cov, n, rng):
+    """``n`` joint draws of N(mean, cov), shape (n, M); ``cov`` positive semi-definite (eigenvalues clipped)."""
+    values, vectors = np.linalg.eigh(0.5 * (cov + cov.T))
+    root = vectors * np.sqrt(np.maximum(values, 0.0))
+    return mean + rng.standard_normal((n, mean.shape[0])) @ root.T
+
+
+def _check_level(level):
+    if isinstance(level, (bool, np.bool_)) or not isinstance(level, (int, float, np.floating, np.integer)) \
+            or not 0.0 < float(level) < 1.0:
+        raise ValueError(f"level must be a number in (0, 1), e.g. 0.9 for a central 90% interval; got {level!r}")
+    return float(level)
+
+
+def _check_draws(n, seed):
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n must be a positive integer (the number of draws); got {n!r}")
+    if isinstance(seed, np.random.Generator):
+        return int(n), seed
+    if seed is not None and (isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer))
+                             or seed < 0):
+        raise ValueError(f"seed must be None, a non-negative integer or a numpy Generator; got {seed!r}")
+    return int(n), np.random.default_rng(seed)
+
+
+class LatentPrediction:
+    """The posterior of the latent at new inputs: Gaussian marginals, exact intervals and joint draws.
+
+    What :meth:`FitResult.predict_latent` returns.
+
+    Attributes
+    ----------
+    mean, var : ndarray, shape (M,)
+        Posterior means and variances of the latent (``f(x)`` of a GP or Markov
+        GP, ``H x_t`` of an LDS, ``x^T w`` of a GLM) at the new inputs.
+    """
+
+    def __init__(self, mean, var, draw):
+        self.mean, self.var = np.asarray(mean, dtype=float), np.asarray(var, dtype=float)
+        self._draw = draw
+
+    @property
+    def std(self):
+        """ndarray, shape (M,): posterior standard deviations."""
+        return np.sqrt(self.var)
+
+    def interval(self, level=0.9):
+        """Central credible interval of each marginal; exact (Gaussian quantiles).
+
+        Parameters
+        ----------
+        level : float in (0, 1)
+
+        Returns
+        -------
+        lower, upper : ndarray, shape (M,)
+        """
+        from scipy.special import ndtri
+
+        half = ndtri(0.5 + 0.5 * _check_level(level)) * self.std
+        return self.mean - half, self.mean + half
+
+    def sample(self, n, seed=None):
+        """Joint posterior draws of the latent at the new inputs.
+
+        Parameters
+        ----------
+        n : int
+        seed : None, int or numpy.random.Generator
+
+        Returns
+        -------
+        ndarray, shape (n, M)
+        """
+        n, rng = _check_draws(n, seed)
+        return self._draw(n, rng)
+
+    def __repr__(self):
+        return f"LatentPrediction(n={self.mean.shape[0]})"
+
+
+class Prediction:
+    """Posterior-predictive marginals of new observations ``y`` through a likelihood.
+
+    What :meth:`FitResult.predict` returns.
+
+    Attributes
+    ----------
+    mean, var : ndarray, shape (M,)
+        Predictive mean and variance of ``y`` (``likelihood.predict_mean_var``:
+        closed forms or Gauss-Hermite quadrature over the latent).
+    latent : LatentPrediction
+        The latent at the same inputs.
+    likelihood : efvi.models.likelihoods.Likelihood
+    """
+
+    def __init__(self, latent, likelihood):
+        self.latent, self.likelihood = latent, likelihood
+        self.mean, self.var = likelihood.predict_mean_var(latent.mean, latent.var)
+
+    @property
+    def kind(self):
+        """How :meth:`interval` and :meth:`sample` treat ``y``: ``"gaussian"``, ``"discrete"`` or ``"other"``."""
+        if getattr(self.likelihood, "conjugate", False):
+            return "gaussian"
+        size = self.mean.shape[0]
+        if _accepts(self.likelihood, np.zeros(size)) and not _accepts(self.likelihood, np.full(size, 0.5)):
+            return "discrete"
+        return "other"
+
+    def log_density(self, y):
+        """Log predictive density of observations at the new inputs, shape (M,) (NaN where ``y`` is NaN)."""
+        return self.likelihood.predict_log_density(self.latent.mean, self.latent.var, y)
+
+    def interval(self, level=0.9):
+        """Central predictive interval of each new observation.
+
+        Exact for a Gaussian likelihood (``y ~ N(mean, var)``) and for
+        discrete observations (the predictive CDF summed from
+        ``likelihood.predict_log_density`` at 0, 1, 2, ..., which integrates
+        over the latent by Gauss-Hermite quadrature; the interval is
+        ``[q_lower, q_upper]`` with ``q`` the smallest count whose CDF reaches
+        ``(1 -+ level) / 2``).  Other likelihoods need a ``sample(latent, rng)``
+        method; their interval is then the Monte Carlo quantiles of 20,000
+        posterior-predictive draws (seed 0).
+
+        Parameters
+        ----------
+        level : float in (0, 1)
+
+        Returns
+        -------
+        lower, upper : ndarray, shape (M,)
+        """
+        level = _check_level(level)
+        probabilities = (0.5 - 0.5 * level, 0.5 + 0.5 * level)
+        kind = self.kind
+        if kind == "gaussian":
+            from scipy.special import ndtri
+
+            half = ndtri(probabilities[1]) * np.sqrt(self.var)
+            return self.mean - half, self.mean + half
+        if kind == "discrete":
+            return _discrete_quantiles(self.likelihood, self.latent.mean, self.latent.var, probabilities)
+        draws = self.sample(20_000, seed=0)
+        lower, upper = np.quantile(draws, probabilities, axis=0)
+        return lower, upper
+
+    def sample(self, n, seed=None):
+        """Posterior-predictive draws: a joint draw of the latent, then ``y_i | a_i`` independently.
+
+        Gaussian likelihoods add their noise; discrete ones invert the CDF of
+        ``likelihood.log_density`` at 0, 1, 2, ...; any other likelihood needs
+        a ``sample(latent, rng)`` method (latent of shape (n, M)).
+
+        Parameters
+        ----------
+        n : int
+        seed : None, int or numpy.random.Generator
+
+        Returns
+        -------
+        ndarray, shape (n, M)
+
+        Raises
+        ------
+        NotImplementedError
+            For a continuous non-Gaussian likelihood without a ``sample`` method.
+        """
+        n, rng = _check_draws(n, seed)
+        latent = self.latent.sample(n, rng)
+        sampler = getattr(self.likelihood, "sample", None)
+        if callable(sampler):
+            return np.asarray(sampler(latent, rng), dtype=float)
+        kind = self.kind
+        if kind == "gaussian":
+            noise = np.array([self.likelihood.predict_mean_var(row, np.zeros_like(row))[1] for row in latent])
+            return latent + np.sqrt(noise) * rng.standard_normal(latent.shape)
+        if kind == "discrete":
+            return _discrete_draws(self.likelihood, latent, rng.uniform(size=latent.shape))
+        raise NotImplementedError(
+            f"posterior-predictive draws of y need {type(self.likelihood).__name__} to have a "
+            "sample(latent, rng) method (efvi draws y itself only for Gaussian and discrete likelihoods); "
+            "the predictive mean and var are available")
+
+    def __repr__(self):
+        return f"Prediction(n={self.mean.shape[0]}, likelihood={self.likelihood!r})"
+
+
+def _accepts(likelihood, y):
+    try:
+        likelihood.validate_y(y)
+    except ValueError:
+        return False
+    return True
+
+
+_MAX_COUNT = 10 ** 6
+
+
+def _discrete_quantiles(likelihood, mean, var, probabilities):
+    """Smallest counts whose predictive CDF reaches each probability, per point."""
+    size = mean.shape[0]
+    cdf = np.zeros(size)
+    found = [np.full(size, np.nan) for _ in probabilities]
+    for k in range(_MAX_COUNT):
+        values = np.full(size, float(k))
+        pmf = np.zeros(size)
+        inside = _accepts_each(likelihood, values)
+        if inside.any():
+            pmf[inside] = np.exp(likelihood.predict_log_density(mean, var, np.where(inside, values, np.nan))[inside])
+        cdf += pmf
+        for q, out in zip(probabilities, found):
+            out[np.isnan(out) & (cdf >= q * (1 - 1e-12))] = k
+        if not np.isnan(found[-1]).any():
+            return found[0], found[1]
+    raise RuntimeError(f"the predictive CDF did not reach {probabilities[-1]} within {_MAX_COUNT} counts")
+
+
+def _accepts_each(likelihood, values):
+    """Which entries of ``values`` lie in the likelihood's support (per-point parameters respected)."""
+    if _accepts(likelihood, values):
+        return np.ones(values.shape[0], dtype=bool)
+    inside = np.zeros(values.shape[0], dtype=bool)
+    for i in range(values.shape[0]):
+        probe = np.full(values.shape[0], np.nan)
+        probe[i] = values[i]
+        inside[i] = _accepts(likelihood, probe)
+    return inside
+
+
+def _discrete_draws(likelihood, latent, uniforms):
+    """Inverse-CDF draws of counts ``y | a`` for latent draws of shape (n, M)."""
+    draws = np.full(latent.shape, np.nan)
+    cdf = np.zeros(latent.shape)
+    for k in range(_MAX_COUNT):
+        with np.errstate(invalid="ignore"):
+            pmf = np.nan_to_num(np.exp(likelihood.log_density(latent, np.full(latent.shape[-1], float(k)))), nan=0.0)
+        cdf += pmf
+        draws[np.isnan(draws) & (cdf >= uniforms * (1 - 1e-12))] = k
+        if not np.isnan(draws).any():
+            return draws
+    raise RuntimeError(f"a draw of y exceeded {_MAX_COUNT} counts")

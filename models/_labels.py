@@ -36,7 +36,10 @@ def binary_labels(y, name="y"):
         classes = np.unique(y)
     except TypeError as error:   # labels that cannot be sorted together, e.g. strings and numbers
         raise ValueError(f"{name} must hold labels of one sortable type; got a mix ({error})") from None
-    if classes.shape[0] != 2:
-        raise ValueError(f"{name} must hold exactly two classes for binary classification; got "
+    if classes.shape[0] > 2:
+        raise ValueError(f"Only binary classification is supported. {name} must hold exactly two classes; got "
                          f"{classes.shape[0]}: {classes[:6].tolist()}")
+    if classes.shape[0] < 2:
+        raise ValueError(f"{name} must hold exactly two classes for binary classification; got "
+                         f"{classes.shape[0]} class: {classes.tolist()}")
     return classes, (y == classes[1]).astype(float)

@@ -11,12 +11,20 @@ the calling thread (a pool round trip costs tens of microseconds).
 ``EFVI_NUM_THREADS`` in the environment caps the number of threads (1 turns
 this off); the default is the number of cores this process may use.  A process
 forked after a fit (``multiprocessing`` on Linux) starts a fresh pool.
+
+While efvi's own threads run, the BLAS library (OpenBLAS, MKL) is limited to
+one thread (threadpoolctl), so that the two kinds of thread do not
+oversubscribe the cores; BLAS keeps its own threads everywhere else.  Set
+``OPENBLAS_NUM_THREADS`` (or ``OMP_NUM_THREADS``) before starting Python to
+limit BLAS in the rest of a fit as well, e.g. on a busy shared machine.
 """
 
+import functools
 import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 MIN_POINTS_PER_THREAD = 8192
 """Below this many points per thread the kernel runs on the calling thread."""
@@ -62,6 +70,12 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pool)
 
 
+@functools.cache
+def _blas_controller():
+    """The BLAS libraries loaded by the time efvi first runs threads (found once: a lookup costs ~0.5 ms)."""
+    return ThreadpoolController()
+
+
 def row_blocks(n, threads=None):
     """Contiguous slices covering ``range(n)``, one per thread that has enough points.
 
@@ -105,5 +119,6 @@ def map_points(kernel, n):
     blocks = row_blocks(n)
     if len(blocks) == 1:
         return kernel(blocks[0])
-    parts = list(_shared_pool().map(kernel, blocks))
+    with _blas_controller().limit(limits=1, user_api="blas"):
+        parts = list(_shared_pool().map(kernel, blocks))
     return tuple(np.concatenate(outputs) for outputs in zip(*parts))

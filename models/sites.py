@@ -92,6 +92,11 @@ class GaussianSiteFactor(Factor):
         return self.projection.replace_block(block)
 
     @property
+    def n_observed(self):
+        """Data points whose ``y`` is not NaN (missing)."""
+        return int(self.observed.sum())
+
+    @property
     def conjugate(self):
         """A Gaussian likelihood (known noise or a Gamma precision block) is conjugate."""
         return bool(self.likelihood.conjugate)

@@ -12,7 +12,7 @@ PACKAGES = ("expfam", "inference", "models")
 
 @pytest.mark.parametrize("module", ["efvi", "efvi.expfam", "efvi.inference", "efvi.models", "efvi.models.glm",
                                     "efvi.models.gp", "efvi.models.gp.kernels", "efvi.models.lds",
-                                    "efvi.models.likelihoods", "efvi.models.nn", "efvi.inference.conjugate",
+                                    "efvi.models.likelihoods", "efvi.models.mixture", "efvi.models.nn", "efvi.inference.conjugate",
                                     "efvi.inference.generic", "efvi.inference.ngvi",
                                     "efvi.inference.vpng", "efvi.inference.bbvi"])
 def test_every_exported_name_exists_and_none_is_private(module):

@@ -11,6 +11,7 @@ import numpy as np
 from scipy.special import gammaln
 
 from ...expfam import Beta
+from ...expfam.checks import as_float
 
 from ..factor import FactorEval
 from .._summed import SummedSitesFactor, check_counts
@@ -34,7 +35,7 @@ class BinomialBeta(SummedSitesFactor):
     conjugate = True
 
     def __init__(self, successes, on, trials=1, group=None):
-        n = np.asarray(trials, dtype=float)
+        n = as_float(trials, "trials")
         self.trials = check_counts(np.broadcast_to(n, np.shape(successes)).copy(), "trials")
         self.successes = check_counts(successes, "successes", upper=self.trials)
         self.n_data = self.successes.shape[0]

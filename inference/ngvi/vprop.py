@@ -1,4 +1,4 @@
-"""Vprop: variational RMSprop (Khan et al., 2017, the Vprop poster, seed 004).
+"""Vprop: variational RMSprop (Khan et al., 2017, the Vprop poster).
 
 The CVI step with the squared minibatch gradient as the curvature, written in
 RMSprop's variables (``s = sigma^{-2} - prior precision``, here per example):

@@ -47,7 +47,7 @@ def linear_gaussian_fisher(design, noise_cov, q_std, *, wrt="mean"):
         :math:`q(z)`; positive.
     wrt : {"mean", "mean_and_log_std"}
         The variational parameters: the mean only (the standard deviations
-        fixed, as in the toy of seed 001), or the mean followed by
+        fixed, as in the toy of Tang and Ranganath, 2019), or the mean followed by
         :math:`\log s`.
 
     Returns

@@ -21,6 +21,7 @@ covariance is formed (``D^2 N``) only when asked for.
 import numpy as np
 
 from ...expfam import Gaussian
+from ...expfam.checks import as_float
 from ...inference import Block
 from ..gp.solver import site_posterior
 from ..sites import site_divergence
@@ -132,7 +133,9 @@ class DualPosterior:
 
     def predict(self, X_new):
         """Mean and variance of ``x^T w`` at new rows ``X_new`` (M, D), each shape (M,), by the N x N solve."""
-        X_new = np.asarray(X_new, dtype=float)
+        X_new = as_float(X_new, "X_new", ndim_min=2)
+        if X_new.ndim != 2 or X_new.shape[1] != self.mean.shape[0]:
+            raise ValueError(f"X_new must have shape (M, {self.mean.shape[0]}); got {X_new.shape}")
         cov_new = self._block.prior_cov_times(X_new.T)                  # S_0 x_new^T, (D, M)
         cross = self._block.X @ cov_new                                    # X S_0 x_new^T, (N, M)
         prior_var = np.einsum("md,dm->m", X_new, cov_new)

@@ -1,54 +1,34 @@
-"""scikit-learn-style estimators built on the Model API (not beside it).
+"""scikit-learn estimators built on the Model API (not beside it).
 
 ``fit`` validates, builds ``Model(latents={"w": prior}, factors=[GLM(...)])``,
 runs CVI and sets trailing-underscore results; ``predict`` uses the posterior
 predictive of the likelihood.
+
+``fit`` takes no ``sample_weight``: the :class:`~efvi.models.glm.GLM` factor
+has one site per row with the likelihood's exact expectations and no per-row
+weight, so a weight could only be faked through per-point likelihood
+parameters that exist for some likelihoods (a Gaussian's variance) and not
+others (Bernoulli).  An integer weight is the same as repeating the row.
 """
 
 import numpy as np
 
 from ...expfam import DiagonalGaussian, Gaussian
-from ...expfam.checks import as_float, check_positive
+from ...expfam.checks import check_positive
 from ...inference import Model
 
 from .. import likelihoods
-from .._labels import binary_labels
+from .._estimator import (BaseEstimator, ClassifierMixin, RegressorMixin, binary_targets, check_fitted, check_X,
+                          check_X_y, fit_options, set_fit_results)
 from .factor import GLM
 from .predict import predict_latent
 
 
-class BayesianGLM:
-    """Bayesian generalised linear model fitted by CVI.
-
-    Parameters
-    ----------
-    likelihood : efvi.models.likelihoods.Likelihood, optional
-        Default: ``likelihoods.Gaussian(variance=1.0)``.
-    prior_var : float
-        Prior variance of each weight (``w ~ N(0, prior_var I)``), intercept included.
-    fit_intercept : bool
-        Prepend a column of ones to ``X``.
-    covariance : {"full", "diag"}
-        Full-covariance Gaussian or mean-field (DiagonalGaussian) posterior.
-    max_iter, tol, step, batch_size, seed :
-        Passed to :meth:`efvi.inference.Model.fit`.
-
-    Attributes
-    ----------
-    coef_ : ndarray, shape (D,)
-        Posterior mean of the weights (without the intercept).
-    intercept_ : float
-        Posterior mean of the intercept (0 without one).
-    coef_cov_ : ndarray, shape (D', D')
-        Posterior covariance of all weights (intercept first when fitted).
-    posterior_ : efvi.expfam.Gaussian or efvi.expfam.DiagonalGaussian
-    fit_result_ : efvi.inference.FitResult
-    n_iter_, converged_, lower_bounds_ :
-        Iterations, convergence flag and ELBO trace.
-    """
+class _GLMEstimator(BaseEstimator):
+    """Parameters, fit and predictions shared by the GLM estimators (see :class:`BayesianGLM`)."""
 
     def __init__(self, likelihood=None, prior_var=1.0, fit_intercept=True, covariance="full",
-                 max_iter=200, tol=1e-8, step=None, batch_size=None, seed=0):
+                 max_iter=200, tol=1e-8, step=None, batch_size=None, seed=0, progress=False):
         self.likelihood = likelihood
         self.prior_var = prior_var
         self.fit_intercept = fit_intercept
@@ -58,6 +38,7 @@ class BayesianGLM:
         self.step = step
         self.batch_size = batch_size
         self.seed = seed
+        self.progress = progress
 
     def _likelihood(self):
         return likelihoods.Gaussian(variance=1.0) if self.likelihood is None else self.likelihood
@@ -65,18 +46,27 @@ class BayesianGLM:
     def _design(self, X):
         if not isinstance(self.fit_intercept, (bool, np.bool_)):
             raise ValueError(f"fit_intercept must be True or False; got {self.fit_intercept!r}")
-        X = as_float(X, "X", ndim_min=2)
-        if X.ndim != 2:
-            raise ValueError(f"X must have shape (N, D); got {X.shape}")
         return np.hstack([np.ones((X.shape[0], 1)), X]) if self.fit_intercept else X
 
     def fit(self, X, y):
-        """Fit the posterior of the weights; returns ``self``."""
+        """Fit the posterior of the weights.
+
+        Parameters
+        ----------
+        X : array_like or DataFrame, shape (N, D)
+        y : array_like, shape (N,)
+
+        Returns
+        -------
+        self
+        """
+        X, y = check_X_y(self, X, y)
+        return self._fit(X, y)
+
+    def _fit(self, X, y):
         if self.covariance not in ("full", "diag"):
             raise ValueError(f"covariance must be 'full' or 'diag'; got {self.covariance!r}")
         design = self._design(X)
-        if design.shape[0] == 0:
-            raise ValueError(f"X must have at least one row (data point); got shape {np.shape(X)}")
         dim = design.shape[1]
         var = float(check_positive(self.prior_var, "prior_var"))
         if self.covariance == "full":
@@ -84,33 +74,18 @@ class BayesianGLM:
         else:
             prior = DiagonalGaussian.from_mean_var(np.zeros(dim), np.full(dim, var))
         model = Model(latents={"w": prior}, factors=[GLM(self._likelihood(), design, y, on="w")])
-        fit = model.fit(max_iter=self.max_iter, tol=self.tol, step=self.step,
-                        batch_size=self.batch_size, seed=self.seed)
-        q = fit.posterior["w"]
-        self.fit_result_ = fit
-        self.posterior_ = q
+        fit = model.fit(step=self.step, batch_size=self.batch_size, seed=self.seed, **fit_options(self))
+        q = set_fit_results(self, fit, "w").posterior_
         mean = np.asarray(q.mean)
         self.intercept_ = float(mean[0]) if self.fit_intercept else 0.0
         self.coef_ = mean[1:] if self.fit_intercept else mean
         self.coef_cov_ = np.asarray(q.cov) if self.covariance == "full" else np.diag(q.var)
-        self.n_iter_ = fit.n_iter
-        self.converged_ = fit.converged
-        self.lower_bounds_ = fit.elbo_trace
-        self.elbo_ = fit.elbo
         return self
-
-    def _check_fitted(self):
-        if not hasattr(self, "posterior_"):
-            raise ValueError(f"this {type(self).__name__} is not fitted yet: call fit(X, y) first")
 
     def predict_latent(self, X):
         """Posterior mean and variance of ``a = x^T w`` at new inputs, each shape (M,)."""
-        self._check_fitted()
-        design = self._design(X)
-        if design.shape[1] != self.coef_cov_.shape[0]:
-            raise ValueError(f"X must have {self.coef_cov_.shape[0] - self.fit_intercept} columns; "
-                             f"got {design.shape[1] - self.fit_intercept}")
-        return predict_latent(self.posterior_, design)
+        check_fitted(self, "posterior_")
+        return predict_latent(self.posterior_, self._design(check_X(self, X)))
 
     def predict(self, X, **per_point):
         """Posterior predictive mean of ``y`` at new inputs, shape (M,).
@@ -148,22 +123,85 @@ class BayesianGLM:
         return likelihood.with_per_point(per_point[name])
 
 
-class BayesianLogisticRegression(BayesianGLM):
-    """Bayesian logistic regression (Bernoulli-logit GLM) with ``predict`` and ``predict_proba``."""
+class BayesianGLM(RegressorMixin, _GLMEstimator):
+    """Bayesian generalised linear model fitted by CVI.
+
+    Parameters
+    ----------
+    likelihood : efvi.models.likelihoods.Likelihood, optional
+        Default: ``likelihoods.Gaussian(variance=1.0)``.
+    prior_var : float
+        Prior variance of each weight (``w ~ N(0, prior_var I)``), intercept included.
+    fit_intercept : bool
+        Prepend a column of ones to ``X``.
+    covariance : {"full", "diag"}
+        Full-covariance Gaussian or mean-field (DiagonalGaussian) posterior.
+    max_iter, tol, step, batch_size, seed, progress :
+        Passed to :meth:`efvi.inference.Model.fit` (``progress=True`` shows a progress bar).
+
+    Attributes
+    ----------
+    coef_ : ndarray, shape (D,)
+        Posterior mean of the weights (without the intercept).
+    intercept_ : float
+        Posterior mean of the intercept (0 without one).
+    coef_cov_ : ndarray, shape (D', D')
+        Posterior covariance of all weights (intercept first when fitted).
+    posterior_ : efvi.expfam.Gaussian or efvi.expfam.DiagonalGaussian
+    fit_result_ : efvi.inference.FitResult
+    n_iter_, converged_, lower_bounds_ :
+        Iterations, convergence flag and ELBO trace.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str, shape ``(n_features_in_,)``
+        Only when ``X`` was a DataFrame with string column names.
+    """
+
+
+class BayesianLogisticRegression(ClassifierMixin, _GLMEstimator):
+    """Bayesian logistic regression (Bernoulli-logit GLM) with ``predict`` and ``predict_proba``; binary only.
+
+    Parameters
+    ----------
+    n_points : int, optional
+        Gauss-Hermite points of the Bernoulli-logit expectations (default: the likelihood's).
+    prior_var, fit_intercept, covariance, max_iter, tol, step, batch_size, seed, progress :
+        As :class:`BayesianGLM`.
+
+    Attributes
+    ----------
+    classes_ : ndarray, shape (2,)
+        The two labels, sorted; the second is coded 1.
+    coef_, intercept_, coef_cov_, posterior_, fit_result_, n_iter_, converged_, lower_bounds_,
+    n_features_in_, feature_names_in_ :
+        As :class:`BayesianGLM`.
+    """
 
     def __init__(self, prior_var=1.0, fit_intercept=True, covariance="full", max_iter=200,
-                 tol=1e-8, step=None, batch_size=None, seed=0, n_points=None):
-        super().__init__(None, prior_var, fit_intercept, covariance, max_iter, tol, step,
-                         batch_size, seed)
+                 tol=1e-8, step=None, batch_size=None, seed=0, n_points=None, progress=False):
+        self.prior_var = prior_var
+        self.fit_intercept = fit_intercept
+        self.covariance = covariance
+        self.max_iter = max_iter
+        self.tol = tol
+        self.step = step
+        self.batch_size = batch_size
+        self.seed = seed
         self.n_points = n_points
+        self.progress = progress
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags
 
     def _likelihood(self):
         return likelihoods.BernoulliLogit(n_points=self.n_points)
 
     def fit(self, X, y):
         """Fit on two-class labels ``y`` of any type (``classes_`` holds them, sorted); returns ``self``."""
-        self.classes_, coded = binary_labels(y)
-        return super().fit(X, coded)
+        X, y = check_X_y(self, X, y, y_numeric=False)
+        self.classes_, coded = binary_targets(y)
+        return self._fit(X, coded)
 
     def predict_proba(self, X):
         """Posterior predictive class probabilities, shape (M, 2), columns in the order of ``classes_``."""

@@ -33,6 +33,8 @@ class GLM(GaussianSiteFactor):
         self.X = np.ascontiguousarray(as_float(X, "X", ndim_min=2))
         if self.X.ndim != 2:
             raise ValueError(f"X must have shape (N, D); got {self.X.shape}")
+        if self.X.shape[1] == 0:
+            raise ValueError(f"X must have at least one column (D >= 1, one per weight); got shape {self.X.shape}")
         super().__init__(likelihood, y, on, projection=Rows(self.X))
         if self.y.shape[0] != self.X.shape[0]:
             raise ValueError(f"y must have one entry per row of X ({self.X.shape[0]}); got {self.y.shape[0]}")

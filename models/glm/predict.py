@@ -12,6 +12,7 @@ import numpy as np
 
 from ...expfam import DiagonalGaussian, Gaussian
 from ...expfam.checks import as_float
+from ...inference.result import register_latent_predictor
 
 from ._linalg import marginals
 from .dual import DualPosterior
@@ -53,5 +54,15 @@ def predict_latent(posterior, X_new):
     means, variances = marginals(X_new, mean, posterior.precision_cholesky)
     return means, np.maximum(variances, 0.0)
 
+
+def sample_latent(posterior, X_new, n, rng):
+    """``n`` joint posterior draws of ``a = X_new w``, shape (n, M): draws of the weights times the rows."""
+    predict_latent(posterior, X_new)                  # validates both arguments
+    X_new = np.asarray(X_new, dtype=float)
+    weights = posterior.to_gaussian() if isinstance(posterior, DualPosterior) else posterior
+    return weights.sample(rng, n) @ X_new.T
+
+
+register_latent_predictor((Gaussian, DiagonalGaussian, DualPosterior), predict_latent, sample_latent)
 
 __all__ = ["predict_latent"]

@@ -1,7 +1,10 @@
 """Gaussian processes: the GP prior block, its solver, kernels and estimators."""
 
+from .._lazy import lazy_names
 from . import kernels
-from .estimator import GPClassifier, GPRegressor
 from .prior import GP, GPPosterior
 
 __all__ = ["kernels", "GP", "GPPosterior", "GPClassifier", "GPRegressor"]
+
+# the estimators import scikit-learn: on first use only
+__getattr__ = lazy_names(__name__, {"GPClassifier": "estimator", "GPRegressor": "estimator"})

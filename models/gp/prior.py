@@ -24,10 +24,12 @@ from autograd import make_vjp
 from ...expfam import Gaussian
 from ...expfam.checks import as_float, check_integer
 from ...inference import Block
+from ...inference.result import register_rebuilder
 
 from .._hyper import KernelHyperparameters
 from ..sites import site_divergence
 
+from . import kernels
 from .kernels import Kernel
 from .kernels._validation import as_inputs
 from .solver import site_posterior
@@ -87,6 +89,19 @@ class GPPosterior:
             return mean, kernel(X_new) - self._solved.predictive_cov_reduction(cross)
         var = kernel.diag(X_new) - self._solved.predictive_var_reduction(cross)
         return mean, np.maximum(var, 0.0)
+
+    def predictive_state(self):
+        """What a fit file keeps so that a loaded fit predicts: ``("gp", spec, arrays)``, or None.
+
+        The inputs, the kernel (its kind and options in ``spec``, its
+        hyperparameters as arrays), the prior mean and the summed sites; the
+        posterior is rebuilt from them exactly (:func:`_rebuild_gp`).  None for
+        a kernel outside :mod:`efvi.models.gp.kernels` (only marginals are saved).
+        """
+        arrays = {"X": self._prior.X, "mean": np.asarray(self._prior.mean_value),
+                  "natural_mean": self.natural_mean, "precision": self.precision}
+        spec = kernel_layout(self._prior.kernel, "kernel/", arrays)
+        return None if spec is None else ("gp", {"kernel": spec, "repr": repr(self._prior.kernel)}, arrays)
 
     def __repr__(self):
         return f"GPPosterior(n={self.mean.shape[0]})"
@@ -175,3 +190,73 @@ class GP(KernelHyperparameters, Block):
         weights -= solved.w_matrix()
         weights *= 0.5
         return solved.log_normaliser, matrix_vjp(weights)
+
+
+# ---------------------------------------------------------------------- saved form
+_LEAVES = {cls.__name__: cls for cls in (kernels.RBF, kernels.Matern12, kernels.Matern32, kernels.Matern52,
+                                         kernels.Periodic, kernels.Linear, kernels.Constant, kernels.White)}
+_COMBINATIONS = {"Sum": kernels.Sum, "Product": kernels.Product}
+
+
+def kernel_layout(kernel, prefix, arrays):
+    """The JSON form of ``kernel`` (kinds and options), adding its hyperparameters to ``arrays``.
+
+    Returns None for a kernel that is not one of efvi's (it cannot be rebuilt from a file).
+    """
+    kind = type(kernel).__name__
+    if _COMBINATIONS.get(kind) is type(kernel):
+        parts = [kernel_layout(part, f"{prefix}{i}/", arrays) for i, part in enumerate(kernel.parts)]
+        return None if None in parts else {"kind": kind, "parts": parts}
+    if _LEAVES.get(kind) is not type(kernel):
+        return None
+    for name, value in kernel._params.items():
+        arrays[f"{prefix}{name}"] = np.asarray(value, dtype=float)
+    return {"kind": kind, "params": list(kernel._params), "options": dict(kernel._options)}
+
+
+def kernel_from_layout(spec, array, prefix):
+    """The kernel of :func:`kernel_layout`'s ``spec``; ``array(key)`` reads a hyperparameter.
+
+    Raises ValueError for anything that does not describe one of efvi's kernels exactly.
+    """
+    if not isinstance(spec, dict) or spec.get("kind") not in {**_LEAVES, **_COMBINATIONS}:
+        raise ValueError(f"must describe a kernel of efvi.models.gp.kernels; got {spec!r}"[:300])
+    kind = spec["kind"]
+    if kind in _COMBINATIONS:
+        parts = spec.get("parts")
+        if set(spec) != {"kind", "parts"} or not isinstance(parts, list) or len(parts) < 2:
+            raise ValueError(f"a {kind} must be {{'kind', 'parts'}} with at least two parts; got {spec!r}"[:300])
+        return _COMBINATIONS[kind](*(kernel_from_layout(p, array, f"{prefix}{i}/") for i, p in enumerate(parts)))
+    names, options = spec.get("params"), spec.get("options")
+    if set(spec) != {"kind", "params", "options"} or not isinstance(names, list) \
+            or not all(isinstance(n, str) for n in names) or not isinstance(options, dict):
+        raise ValueError(f"a {kind} must be {{'kind', 'params' (names), 'options'}}; got {spec!r}"[:300])
+    values = {}
+    for name in names:
+        value = array(f"{prefix}{name}")
+        values[name] = float(value) if value.ndim == 0 else value
+    kernel = _LEAVES[kind](**values, **options)
+    if list(kernel._params) != names or kernel._options != options:
+        raise ValueError(f"does not describe a {kind} exactly (parameters {list(kernel._params)}, options "
+                         f"{kernel._options}); got {spec!r}"[:300])
+    return kernel
+
+
+def saved_kernel(spec, array):
+    """The kernel of a saved predictor's ``spec`` (``{"kernel": layout, "repr": its repr}``), checked against its repr."""
+    if not isinstance(spec, dict) or set(spec) != {"kernel", "repr"}:
+        raise ValueError(f"must be {{'kernel', 'repr'}}; got {spec!r}"[:300])
+    kernel = kernel_from_layout(spec["kernel"], array, "kernel/")
+    if repr(kernel) != spec["repr"]:
+        raise ValueError(f"rebuilds the kernel {kernel!r}, not the saved {spec['repr']!r}"[:300])
+    return kernel
+
+
+def _rebuild_gp(spec, array, name):
+    kernel = saved_kernel(spec, array)
+    block = GP(kernel, array("X"), mean=float(array("mean")))
+    block.name = name
+    return block.posterior((array("natural_mean"), array("precision")))
+
+
+register_rebuilder("gp", _rebuild_gp)

@@ -5,6 +5,7 @@
 Fisher's identity.
 """
 
+from .._lazy import lazy_names
 from .fisher_identity import expected_log_prior, log_normaliser_grad
 from .prior import LDS, MarkovGP, StateSpacePosterior, StateSpacePrior
 from .smoother import (
@@ -13,8 +14,11 @@ from .smoother import (
 )
 
 __all__ = [
-    "LDS", "MarkovGP", "StateSpacePrior", "StateSpacePosterior",
+    "LDS", "MarkovGP", "MarkovGPRegressor", "StateSpacePrior", "StateSpacePosterior",
     "kalman_filter", "kalman_smoother", "smoothed_marginals", "FilterResult", "SmootherResult",
     "MarginalsResult", "STATUS_OK", "STATUS_INVALID_SITE", "STATUS_SINGULAR_PREDICTION",
     "expected_log_prior", "log_normaliser_grad",
 ]
+
+# the estimators import scikit-learn: on first use only
+__getattr__ = lazy_names(__name__, {"MarkovGPRegressor": "estimator"})

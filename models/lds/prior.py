@@ -21,11 +21,14 @@ import numpy as np
 from ...expfam import Gaussian
 from ...expfam.checks import as_float, check_integer
 from ...inference import Block, InvalidPosterior
+from ...inference.result import register_rebuilder
 
 from .._hyper import KernelHyperparameters
 from ..gp.kernels import Kernel
+from ..gp.prior import kernel_layout, saved_kernel
 from ..sites import site_divergence, site_kl
 from .fisher_identity import log_normaliser_grad
+from ._times import times_as_float
 from .smoother import STATUS_OK, Workspace, _run_smoother, _validate
 
 
@@ -65,28 +68,45 @@ class StateSpacePosterior:
         """Smoothed state covariances, shape (T, d, d) (computed on first access)."""
         return self._smoothed().covs
 
-    def predict(self, t_new):
-        """Posterior mean and variance of ``f`` at new times (a Markov GP only): interpolation and forecasting.
+    def predict(self, inputs, full_cov=False):
+        """Posterior of the observed value at new times (Markov GP) or time steps (LDS).
 
-        The new times join the block's times with empty sites and one smoother
-        pass gives their marginals (O(T + M)).
+        The new points join the block's own with empty sites and one smoother
+        pass gives their marginals (O(T + M)); ``full_cov`` adds their joint
+        covariance from the smoothed chain's lag-one cross-covariances.
 
         Parameters
         ----------
-        t_new : array_like, shape (M,)
-            Any real times, in any order (before, between or after the data).
+        inputs : array_like, shape (M,)
+            A Markov GP: any finite times, in any order (before, between or
+            after the data: interpolation and forecasts), datetimes if the
+            block's times were datetimes.  An LDS: time steps, integers
+            ``>= 0`` (an integer dtype); steps ``>= T`` are forecasts, which need a constant
+            transition, process covariance and observation row.
+        full_cov : bool
+            Return the (M, M) covariance instead of the variances.
 
         Returns
         -------
-        mean, var : ndarray, shape (M,)
+        mean : ndarray, shape (M,)
+        var : ndarray, shape (M,), or (M, M) with ``full_cov=True``
 
         Raises
         ------
         ValueError
-            For a general LDS (its points are its time steps: read ``mean`` and
-            ``var``), or for ``t_new`` that is not a finite 1-D array.
+            For inputs that are not a non-empty finite 1-D array (integer
+            steps ``>= 0`` for an LDS), or an LDS forecast with time-varying
+            matrices.
         """
-        return self._prior._predict(self, t_new)
+        merged, joint, position = self._prior._merged(self, inputs)
+        mean = joint.mean[position]
+        if not full_cov:
+            return mean, np.maximum(joint.var[position], 0.0)
+        return mean, _chain_cov(merged.smoother(joint.natural_mean, joint.precision), merged.H, position)
+
+    def predictive_state(self):
+        """What a fit file keeps so that a loaded fit predicts (the prior's parts and the summed sites), or None."""
+        return self._prior._predictive_state(self)
 
     def __repr__(self):
         return f"StateSpacePosterior(T={self.mean.shape[0]})"
@@ -115,10 +135,30 @@ class StateSpacePrior(Block):
         result = _run_smoother(natural_mean, precision, self.H, self.A, self.Q, self.m0, self.P0,
                                store=False, return_status=True, workspace=self._workspace)
         if result.status != STATUS_OK:
+            prior_step = self._prior_failure()
+            if prior_step is not None:
+                raise InvalidPosterior(f"block {self.name!r}: the prior itself is invalid, whatever the sites: "
+                                       f"its {self._overflow_message(prior_step)}")
             raise InvalidPosterior(f"block {self.name!r}: the sites make the state-space posterior "
                                    f"invalid at time step {result.failed_step}")
         return StateSpacePosterior(self, result.marginal_mean, result.marginal_var,
                                    float(result.log_normaliser), natural_mean, precision)
+
+    def _prior_failure(self):
+        """The first time step at which the prior alone (empty sites) fails to smooth, or None if it does not."""
+        zeros = np.zeros(self.n_points)
+        result = _run_smoother(zeros, zeros, self.H, self.A, self.Q, self.m0, self.P0,
+                               store=False, return_status=True, workspace=self._workspace)
+        if result.status == STATUS_OK and np.all(np.isfinite(result.marginal_var)):
+            return None
+        return max(int(result.failed_step), 0)
+
+    def _overflow_message(self, step):
+        """Why the prior fails at ``step``: the covariance overflows, and what the transition's eigenvalues are."""
+        radius = float(np.max(np.abs(np.linalg.eigvals(self.A))))
+        return (f"state covariance A_t P A_t^T + Q_t overflows float64 by time step {step} (largest "
+                f"|eigenvalue| of transition: {radius:.3g}); use a transition with eigenvalues of modulus "
+                f"<= 1, fewer steps, or a rescaled state")
 
     def smoother(self, natural_mean, precision):
         """Full smoother output (states, covariances, cross-covariances) for these sites."""
@@ -132,10 +172,12 @@ class StateSpacePrior(Block):
     def kl(self, q):
         return site_kl(q.natural_mean, q.precision, q.mean, q.var, q.log_normaliser)
 
-    def _predict(self, q, t_new):
-        raise ValueError(f"block {self.name!r} is a general LDS: its points are its {self.n_points} time steps, "
-                         "so there are no new inputs to predict at (read q.mean and q.var; a MarkovGP predicts "
-                         "at new times)")
+    def _merged(self, q, inputs):
+        """A block over its own points and the new ones, its posterior with empty new sites, and their positions."""
+        raise NotImplementedError
+
+    def _predictive_state(self, q):
+        raise NotImplementedError
 
     def divergence(self, q, other):
         return site_divergence(q, other)
@@ -169,6 +211,42 @@ class LDS(StateSpacePrior):
             )
         n_steps = check_integer(lengths.pop(), "n_steps", minimum=1)
         self._set_model(transition, process_cov, obs_row, init_mean, init_cov, n_steps)
+        prior_step = self._prior_failure()
+        if prior_step is not None:
+            raise ValueError(f"transition, process_cov and init_cov must give a valid prior; got one whose "
+                             f"{self._overflow_message(prior_step)}")
+
+    def _merged(self, q, inputs):
+        steps = np.asarray(inputs)
+        if steps.dtype.kind not in "iu" or steps.ndim != 1 or steps.size == 0 or np.any(steps < 0):
+            raise ValueError(f"block {self.name!r} is a general LDS: its inputs are time steps, so steps must be a "
+                             f"non-empty 1-D array of integers >= 0 (steps >= {self.n_points} are forecasts); got "
+                             f"{inputs!r}"[:300])
+        steps = steps.astype(np.int64)
+        end = int(steps.max()) + 1
+        if end <= self.n_points:
+            return self, q, steps
+        future, own = [], []
+        for name, stack in (("transition", self.A), ("process_cov", self.Q), ("obs_row", self.H)):
+            stack = np.broadcast_to(stack, (self.n_points,) + stack.shape[1:])        # a constant is stored once
+            own.append(stack)
+            used = stack[1:] if name != "obs_row" and stack.shape[0] > 1 else stack     # A_0, Q_0 are unused
+            if np.any(used != used[-1]):
+                raise ValueError(f"block {self.name!r}: forecasting beyond its {self.n_points} time steps needs a "
+                                 f"constant {name}, and this LDS's varies with time (build an LDS that includes "
+                                 "the future steps' matrices, with missing observations there, instead)")
+            future.append(np.broadcast_to(used[-1], (end - self.n_points,) + used.shape[1:]))
+        A, Q, H = (np.concatenate([mine, more]) for mine, more in zip(own, future))
+        extended = LDS(A, Q, H, self.m0, self.P0)
+        extended.name = self.name
+        gamma, pi = np.zeros(end), np.zeros(end)
+        gamma[: self.n_points], pi[: self.n_points] = q.natural_mean, q.precision
+        return extended, extended.posterior((gamma, pi)), steps
+
+    def _predictive_state(self, q):
+        A, Q, H = (np.broadcast_to(a, (self.n_points,) + a.shape[1:]) for a in (self.A, self.Q, self.H))
+        return ("lds", {}, {"transition": A, "process_cov": Q, "obs_row": H, "init_mean": self.m0,
+                            "init_cov": self.P0, "natural_mean": q.natural_mean, "precision": q.precision})
 
 
 class MarkovGP(KernelHyperparameters, StateSpacePrior):
@@ -179,7 +257,12 @@ class MarkovGP(KernelHyperparameters, StateSpacePrior):
     kernel : efvi.models.gp.kernels.Kernel
         A kernel with a state-space form (see ``docs/kernels.md``).
     t : array_like, shape (T,)
-        Non-decreasing times (irregular spacing allowed).
+        Non-decreasing times (irregular spacing allowed): real numbers, or
+        datetimes (numpy ``datetime64``, pandas ``Timestamp`` or
+        ``DatetimeIndex``, ``datetime.datetime``), which become float days
+        since the first time, ``(t - t[0]) / np.timedelta64(1, "D")``, so the
+        kernel's lengthscale is in days.  The first time is kept as
+        ``t_origin`` (None for real times); ``predict`` takes datetimes too.
     learn_hyperparameters : bool
         Learn the kernel's log hyperparameters by maximising the ELBO.
     hyper_max_iter : int
@@ -189,10 +272,7 @@ class MarkovGP(KernelHyperparameters, StateSpacePrior):
     def __init__(self, kernel, t, learn_hyperparameters=False, hyper_max_iter=100):
         if not isinstance(kernel, Kernel):
             raise ValueError(f"kernel must be a efvi.models.gp.kernels.Kernel; got {type(kernel).__name__}")
-        kind = np.asarray(t).dtype.kind
-        if kind not in "iufO":
-            raise ValueError(f"t must be an array of real numbers; got dtype {np.asarray(t).dtype}")
-        t = as_float(t, "t", ndim_min=1)
+        t, self.t_origin = times_as_float(t, "t")
         if t.ndim != 1 or t.shape[0] < 1:
             raise ValueError(f"t must be a 1-D array of at least one time; got shape {t.shape}")
         decreasing = np.flatnonzero(np.diff(t) < 0)
@@ -212,21 +292,29 @@ class MarkovGP(KernelHyperparameters, StateSpacePrior):
         A, Q = kernel.discretise(self.dt)
         self._set_model(A, Q, ss.H, np.zeros(ss.H.shape[0]), ss.Pinf, self.t.shape[0])
 
-    def _predict(self, q, t_new):
-        t_new = as_float(t_new, "t_new", ndim_min=1)
-        if t_new.ndim != 1:
-            raise ValueError(f"t_new must be a 1-D array of times; got shape {t_new.shape}")
+    def _merged(self, q, inputs):
+        t_new, new_origin = times_as_float(inputs, "t_new", origin=self.t_origin)
+        if self.t_origin is None and new_origin is not None:
+            raise ValueError("t_new must be real numbers like the block's times t; got datetimes")
+        if t_new.ndim != 1 or t_new.shape[0] == 0:
+            raise ValueError(f"t_new must be a non-empty 1-D array of times; got shape {t_new.shape}")
         times = np.concatenate([self.t, t_new])
         order = np.argsort(times, kind="stable")
         gamma, pi = np.zeros(times.shape[0]), np.zeros(times.shape[0])
         gamma[: self.n_points], pi[: self.n_points] = q.natural_mean, q.precision
         merged = MarkovGP(self.kernel, times[order])
-        merged.name = self.name
+        merged.name, merged.t_origin = self.name, self.t_origin
         joint = merged.posterior((gamma[order], pi[order]))
         position = np.empty_like(order)
         position[order] = np.arange(order.shape[0])
-        new = position[self.n_points:]
-        return joint.mean[new], np.maximum(joint.var[new], 0.0)
+        return merged, joint, position[self.n_points:]
+
+    def _predictive_state(self, q):
+        if self.t_origin is not None:
+            return None         # datetime times: the origin is not a float array (only marginals are saved)
+        arrays = {"t": self.t, "natural_mean": q.natural_mean, "precision": q.precision}
+        spec = kernel_layout(self.kernel, "kernel/", arrays)
+        return None if spec is None else ("markov_gp", {"kernel": spec, "repr": repr(self.kernel)}, arrays)
 
     def _build(self, log_params):
         A, Q = self.kernel.discretise_fn(self.dt)(log_params)
@@ -251,3 +339,46 @@ class MarkovGP(KernelHyperparameters, StateSpacePrior):
         gamma, pi = message
         return log_normaliser_grad(np.asarray(log_params, float), self._build, gamma, pi, self.H[0])
 
+
+
+def _chain_cov(smoothed, H, position):
+    """Covariance of ``H_t x_t`` at the steps ``position`` (any order) of a smoothed linear-Gaussian chain.
+
+    The smoothed states form a Gauss-Markov chain,
+    ``E[x_{t+1} | x_t] = m_{t+1} + B_t (x_t - m_t)`` with
+    ``B_t = Cov(x_{t+1}, x_t) P_t^{-1}``, so ``Cov(x_q, x_p) = B_{q-1} ... B_p P_p`` for ``p <= q``.
+    """
+    covs, cross = smoothed.covs, smoothed.cross_covs
+    size, last = position.shape[0], H.shape[0] - 1          # a constant H is stored once
+    out = np.empty((size, size))
+    carried = []            # (index into position, Cov(x_t, x_p)) for the points p already passed
+    t = 0
+    for i in np.argsort(position, kind="stable"):
+        step = int(position[i])
+        while t < step:
+            gain = np.linalg.lstsq(covs[t], cross[t + 1].T, rcond=None)[0].T
+            carried = [(j, gain @ c) for j, c in carried]
+            t += 1
+        carried.append((i, covs[step]))
+        for j, c in carried:
+            out[i, j] = out[j, i] = H[min(step, last)] @ c @ H[min(position[j], last)]
+    return out
+
+
+def _rebuild_markov_gp(spec, array, name):
+    kernel = saved_kernel(spec, array)
+    block = MarkovGP(kernel, array("t"))
+    block.name = name
+    return block.posterior((array("natural_mean"), array("precision")))
+
+
+def _rebuild_lds(spec, array, name):
+    if spec != {}:
+        raise ValueError(f"must be an empty object; got {spec!r}"[:300])
+    block = LDS(array("transition"), array("process_cov"), array("obs_row"), array("init_mean"), array("init_cov"))
+    block.name = name
+    return block.posterior((array("natural_mean"), array("precision")))
+
+
+register_rebuilder("markov_gp", _rebuild_markov_gp)
+register_rebuilder("lds", _rebuild_lds)

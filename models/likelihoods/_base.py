@@ -279,10 +279,7 @@ class Likelihood:
             The broadcast shape of ``f``, ``y`` and the per-point parameter.
         """
         f = as_float(f, "f")
-        try:
-            y = np.asarray(y, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise ValueError(f"y must be numeric; got {y!r}") from None
+        y = as_float(y, "y", finite=False)
         per_point = self._per_point()
         per_shape = per_point.shape if per_point.shape[0] > 1 else ()
         try:

@@ -17,12 +17,9 @@ def as_vector(x, name):
     Raises
     ------
     ValueError
-        Naming ``name`` if ``x`` is not numeric or not one-dimensional.
+        Naming ``name`` if ``x`` is not numeric, is complex or is not one-dimensional.
     """
-    try:
-        arr = np.array(x, dtype=np.float64, order="C", copy=True)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a numeric 1-D array; got {x!r}") from None
+    arr = np.array(as_float(x, name, finite=False), order="C", copy=True)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be one-dimensional; got shape {arr.shape}")
     return arr

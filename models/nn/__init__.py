@@ -14,7 +14,10 @@ The model protocol
 ``n_params`` : int
     P, the length of the flat float64 parameter vector (layer by layer:
     W (d_in x d_out) row-major, then b).
-``n_outputs`` : int; ``task`` : ``"regression"`` or ``"classification"``
+``n_outputs`` : int
+    The number of outputs per example.
+``task`` : ``"regression"`` or ``"classification"``
+    What the outputs predict.
 ``init_params(rng) -> ndarray (P,)``
     An initial mean (He / Glorot / LeCun normal weights, zero biases);
     ``rng`` is a ``numpy.random.Generator`` or a seed.
@@ -36,6 +39,7 @@ The model protocol
       (autograd; (P,) params only: the small-P route of VAN);
     * ``"gauss_newton_full"``: the full (P, P) Gauss-Newton matrix of the
       negative log-likelihood ((P,) params only).
+
 ``predict_outputs(params, X)``
     The outputs f (the likelihood's latent), (B, K) or (S, B, K).
 ``predictive(params_samples, X)``
@@ -58,8 +62,11 @@ Example
 True
 """
 
+from .._lazy import lazy_names
 from ._outputs import Softmax
-from .estimator import BayesianMLPClassifier, BayesianMLPRegressor
 from .mlp import CURVATURES, MLP
 
 __all__ = ["MLP", "Softmax", "CURVATURES", "BayesianMLPClassifier", "BayesianMLPRegressor"]
+
+# the estimators import scikit-learn: on first use only
+__getattr__ = lazy_names(__name__, {"BayesianMLPClassifier": "estimator", "BayesianMLPRegressor": "estimator"})

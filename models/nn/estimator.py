@@ -10,14 +10,14 @@ probabilities over weight samples, ``predict(X, return_std=True)`` returns
 the predictive standard deviation of ``y``.
 """
 
-import inspect
-
 import numpy as np
 
-from ...expfam.checks import as_float, check_integer, check_positive
+from ...expfam.checks import check_integer, check_positive
 from ...inference import ngvi
 
 from .. import likelihoods
+from .._estimator import (BaseEstimator, ClassifierMixin, RegressorMixin, check_labels, check_fitted,
+                          check_X, check_X_y)
 from ._outputs import Softmax
 from .mlp import MLP
 
@@ -29,8 +29,8 @@ IVON_REGRESSION_LR = 0.03
 """IVON's default learning rate in regression, per unit of noise variance (tested at noise variances 0.01-1)."""
 
 
-class _BayesianMLP:
-    """Shared parameters, validation, training loop and ``get_params``/``set_params``."""
+class _BayesianMLP(BaseEstimator):
+    """Shared parameters, validation and training loop."""
 
     def __init__(self, hidden_layer_sizes=(64,), activation="relu", optimizer="ivon", lr=None, epochs=100,
                  batch_size=128, prior_precision=1.0, mc_samples=1, n_samples=100, seed=0, progress=False,
@@ -48,44 +48,12 @@ class _BayesianMLP:
         self.progress = progress
         self.optimizer_options = optimizer_options
 
-    # ------------------------------------------------------------------ scikit-learn protocol
-    @classmethod
-    def _param_names(cls):
-        return [name for name in inspect.signature(cls.__init__).parameters if name != "self"]
-
-    def get_params(self, deep=True):
-        """The constructor's parameters as a dict."""
-        return {name: getattr(self, name) for name in self._param_names()}
-
-    def set_params(self, **params):
-        """Set constructor parameters by name; returns the estimator."""
-        for name, value in params.items():
-            if name not in self._param_names():
-                raise ValueError(f"{name!r} is not a parameter of {type(self).__name__}; "
-                                 f"valid parameters: {', '.join(self._param_names())}")
-            setattr(self, name, value)
-        return self
-
-    def __repr__(self):
-        defaults = inspect.signature(type(self).__init__).parameters
-        changed = [f"{name}={value!r}" for name, value in self.get_params().items()
-                   if not _same(value, defaults[name].default)]
-        return f"{type(self).__name__}({', '.join(changed)})"
-
     def _forget_fit(self):
         """Drop what a previous fit learned (a refit may change the number of features)."""
         for name in [name for name in vars(self) if name.endswith("_") and not name.startswith("_")]:
             delattr(self, name)
 
     # ------------------------------------------------------------------ fitting
-    def _check_X(self, X, name="X"):
-        X = as_float(X, name, ndim_min=2)
-        if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
-            raise ValueError(f"{name} must have shape (n_samples, n_features) with both >= 1; got {X.shape}")
-        if hasattr(self, "n_features_in_") and X.shape[1] != self.n_features_in_:
-            raise ValueError(f"{name} must have {self.n_features_in_} features (as in fit); got {X.shape[1]}")
-        return X
-
     def _layer_sizes(self, n_features, n_outputs):
         hidden = self.hidden_layer_sizes
         hidden = (hidden,) if isinstance(hidden, (int, np.integer)) else tuple(hidden)
@@ -96,7 +64,6 @@ class _BayesianMLP:
             raise ValueError(f"optimizer must be one of {', '.join(map(repr, OPTIMIZERS))}; got {self.optimizer!r}")
         epochs = check_integer(self.epochs, "epochs", minimum=1)
         batch_size = min(check_integer(self.batch_size, "batch_size", minimum=1), X.shape[0])
-        self.n_features_in_ = X.shape[1]
         self.network_ = MLP(self._layer_sizes(X.shape[1], n_outputs), self.activation, likelihood=likelihood)
         options = dict(self.optimizer_options or {})
         options.setdefault("prior_precision", float(check_positive(self.prior_precision, "prior_precision")))
@@ -130,18 +97,14 @@ class _BayesianMLP:
         """Optimiser arguments the estimator sets unless given (none by default)."""
         return {}
 
-    def _check_fitted(self):
-        if not hasattr(self, "optimizer_"):
-            raise ValueError(f"this {type(self).__name__} is not fitted yet: call fit(X, y) first")
-
     def _predictive(self, X):
-        self._check_fitted()
-        X = self._check_X(X)
+        check_fitted(self, "optimizer_")
+        X = check_X(self, X)
         n_samples = check_integer(self.n_samples, "n_samples", minimum=1)
         return self.optimizer_.predict(X, n_samples=n_samples, seed=self.seed)
 
 
-class BayesianMLPClassifier(_BayesianMLP):
+class BayesianMLPClassifier(ClassifierMixin, _BayesianMLP):
     """A Bayesian multilayer-perceptron classifier trained by natural-gradient VI.
 
     Parameters
@@ -184,15 +147,11 @@ class BayesianMLPClassifier(_BayesianMLP):
     def fit(self, X, y):
         """Train on ``X`` (n, d) and labels ``y`` (n,) of any sortable type (two or more classes)."""
         self._forget_fit()
-        X = self._check_X(X)
-        y = np.asarray(y)
-        if y.ndim != 1 or y.shape[0] != X.shape[0]:
-            raise ValueError(f"y must have shape ({X.shape[0]},) (one label per row of X); got {y.shape}")
-        if y.dtype.kind == "f" and not np.isfinite(y).all():
-            raise ValueError("y must contain finite labels; got NaN or inf")
+        X, y = check_X_y(self, X, y, y_numeric=False)
+        check_labels(y)
         self.classes_, codes = np.unique(y, return_inverse=True)
         if self.classes_.shape[0] < 2:
-            raise ValueError(f"y must contain at least two classes; got only {self.classes_.tolist()}")
+            raise ValueError(f"y must contain at least two classes; got only 1 class: {self.classes_.tolist()}")
         if self.classes_.shape[0] == 2:
             return self._train(X, codes.astype(float), likelihoods.Bernoulli(), 1)
         return self._train(X, codes.astype(float), Softmax(), self.classes_.shape[0])
@@ -206,12 +165,8 @@ class BayesianMLPClassifier(_BayesianMLP):
         proba = self.predict_proba(X)
         return self.classes_[np.argmax(proba, axis=1)]
 
-    def score(self, X, y):
-        """Mean accuracy on ``(X, y)``."""
-        return float(np.mean(self.predict(X) == np.asarray(y)))
 
-
-class BayesianMLPRegressor(_BayesianMLP):
+class BayesianMLPRegressor(RegressorMixin, _BayesianMLP):
     """A Bayesian multilayer-perceptron regressor trained by natural-gradient VI.
 
     Targets are standardised with the training mean and standard deviation;
@@ -247,10 +202,7 @@ class BayesianMLPRegressor(_BayesianMLP):
     def fit(self, X, y):
         """Train on ``X`` (n, d) and real targets ``y`` (n,)."""
         self._forget_fit()
-        X = self._check_X(X)
-        y = as_float(y, "y")
-        if y.ndim != 1 or y.shape[0] != X.shape[0]:
-            raise ValueError(f"y must have shape ({X.shape[0]},) (one target per row of X); got {y.shape}")
+        X, y = check_X_y(self, X, y)
         self.y_mean_ = float(np.mean(y))
         self.y_scale_ = float(np.std(y)) if np.std(y) > 0 else 1.0
         likelihood = likelihoods.Gaussian(variance=float(check_positive(self.noise_variance, "noise_variance")))
@@ -270,19 +222,6 @@ class BayesianMLPRegressor(_BayesianMLP):
         if return_std:
             return mean, np.sqrt(var) * self.y_scale_
         return mean
-
-    def score(self, X, y):
-        """Coefficient of determination R^2 of the predictive mean."""
-        y = as_float(y, "y")
-        residual = np.sum((y - self.predict(X)) ** 2)
-        return float(1.0 - residual / np.sum((y - y.mean()) ** 2))
-
-
-def _same(value, default):
-    try:
-        return bool(value == default)
-    except (TypeError, ValueError):
-        return value is default
 
 
 __all__ = ["BayesianMLPClassifier", "BayesianMLPRegressor", "OPTIMIZERS"]

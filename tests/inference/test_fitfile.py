@@ -38,7 +38,21 @@ def _minibatch_vmp():
     return model, fit
 
 
-FITS = {"markov_gp": _markov_gp_mid_search, "minibatch_vmp": _minibatch_vmp}
+def _gp_sum_kernel():
+    """A GP with a sum of kernels (one with an option) and a constant LDS: what prediction needs is saved."""
+    rng = np.random.default_rng(6)
+    X = rng.uniform(0, 5, size=(25, 1))
+    kernel = gp.kernels.RBF(lengthscale=1.0) + gp.kernels.Periodic(period=2.0, n_harmonics=3)
+    block = lds.LDS(0.9 * np.eye(2), 0.1 * np.eye(2), np.array([1.0, 0.0]), np.zeros(2), np.eye(2), n_steps=25)
+    y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=25)
+    model = Model({"f": gp.GP(kernel, X, mean=0.5), "x": block},
+                  [Observe(likelihoods.Gaussian(variance=0.1), y, on="f"),
+                   Observe(likelihoods.Gaussian(variance=0.5), y, on="x")])
+    fit = model.fit(max_iter=5, warn=False)
+    return model, fit
+
+
+FITS = {"markov_gp": _markov_gp_mid_search, "minibatch_vmp": _minibatch_vmp, "gp_sum_kernel": _gp_sum_kernel}
 
 
 @pytest.fixture(scope="module", params=sorted(FITS))
@@ -57,6 +71,14 @@ def _write(path, entries, meta=None):
         entries["__meta__"] = np.array(json.dumps(meta))
     with open(path, "wb") as fh:
         np.savez(fh, **entries)
+
+
+def _saved_entries(fit, directory):
+    """Save ``fit`` in ``directory``; the path and the file's entries."""
+    path = directory / "fit.npz"
+    fit.save(path)
+    with np.load(path, allow_pickle=False) as data:
+        return path, {key: data[key] for key in data.files}
 
 
 def _meta(entries):
@@ -81,6 +103,11 @@ def test_a_loaded_fit_equals_the_saved_one_and_resumes_exactly(saved, tmp_path):
         np.testing.assert_array_equal(loaded.posterior[name].mean, fit.posterior[name].mean)
     assert loaded.hyperparameters == fit.hyperparameters and loaded.factor_names == fit.factor_names
     assert loaded.message == fit.message and loaded.converged == fit.converged
+    for name, q in fit.posterior.items():
+        if hasattr(q, "predict"):            # structured blocks come back able to predict, exactly
+            inputs = {"x": np.array([0, 3, 30]), "f": np.array([[0.5], [7.0]])}[name] \
+                if "tau" not in fit.posterior and fit.posterior.keys() >= {"f", "x"} else np.array([-1.0, 70.0])
+            np.testing.assert_array_equal(loaded.posterior[name].predict(inputs)[1], q.predict(inputs)[1])
     kwargs = {"step": Fixed(0.5), "batch_size": 20, "minibatch": "sites"} if "tau" in fit.posterior else {}
     from_file = model.fit(init=loaded, max_iter=6, warn=False, **kwargs)
     from_memory = model.fit(init=fit, max_iter=6, warn=False, **kwargs)
@@ -267,10 +294,7 @@ def _unless_rejected(path, entries, meta, what):
 @pytest.mark.parametrize("current", [5.0, 1e-300, float("nan"), -0.5, True])
 def test_an_impossible_step_state_is_rejected_at_load(current, tmp_path):
     model, fit = _markov_gp_mid_search()
-    path = tmp_path / "fit.npz"
-    fit.save(path)
-    with np.load(path) as data:
-        entries = {key: data[key] for key in data.files}
+    path, entries = _saved_entries(fit, tmp_path)
     meta = _meta(entries)
     assert meta["controller"]["rule_kind"] == "Adaptive"
     meta["controller"]["rule_state"]["current"] = current
@@ -285,10 +309,7 @@ def test_an_impossible_step_state_is_rejected_at_load(current, tmp_path):
 ])
 def test_values_out_of_range_are_rejected(key, change, match, tmp_path):
     _, fit = _markov_gp_mid_search()
-    path = tmp_path / "fit.npz"
-    fit.save(path)
-    with np.load(path) as data:
-        entries = {k: data[k] for k in data.files}
+    path, entries = _saved_entries(fit, tmp_path)
     entries[key] = change(entries[key])
     _write(path, entries)
     _assert_rejected(path, match)
@@ -296,10 +317,7 @@ def test_values_out_of_range_are_rejected(key, change, match, tmp_path):
 
 def test_orders_positions_and_natural_parameters_are_checked(tmp_path):
     _, fit = _minibatch_vmp()
-    path = tmp_path / "fit.npz"
-    fit.save(path)
-    with np.load(path) as data:
-        entries = {k: data[k] for k in data.files}
+    path, entries = _saved_entries(fit, tmp_path)
     order = entries["orders/0"].copy()
     order[0] = order[1]
     _write(path, dict(entries, **{"orders/0": order}))
@@ -312,6 +330,25 @@ def test_orders_positions_and_natural_parameters_are_checked(tmp_path):
     gamma = names.index("tau")
     _write(path, dict(entries, **{f"posterior/{gamma}/0": np.array(-3.0)}))
     _assert_rejected(path, "valid Gamma")
+
+
+def test_saved_predictors_are_checked_against_the_marginals(tmp_path):
+    _, fit = _gp_sum_kernel()
+    path, entries = _saved_entries(fit, tmp_path)
+    meta = _meta(entries)
+    assert meta["posterior"]["f"]["predictor"] == "gp" and meta["posterior"]["x"]["predictor"] == "lds"
+    key = "posterior/0/predict/natural_mean"
+    _write(path, dict(entries, **{key: entries[key] * 1.01}))
+    _assert_rejected(path, "differs from the posterior rebuilt")
+    _write(path, dict(entries, **{"posterior/0/predict/kernel/1/period": np.array(3.0)}))
+    _assert_rejected(path, "not the saved")
+    meta["posterior"]["f"]["predictor"] = "markov_gp"
+    _write(path, entries, meta)
+    _assert_rejected(path, "predict/t.* is missing")
+    meta = _meta(entries)
+    meta["posterior"]["f"]["spec"]["kernel"]["kind"] = "Product"
+    _write(path, entries, meta)
+    _assert_rejected(path, "not the saved")
 
 
 # ---------------------------------------------------------------------- files that are not fits

@@ -19,7 +19,7 @@ from ._validation import positive_param
 
 
 class Linear(Leaf):
-    """Linear kernel ``variance * x . x' (+ offset)``.
+    """Linear kernel ``variance * x^T x' (+ offset)``.
 
     Parameters
     ----------

@@ -59,7 +59,7 @@ class Periodic(Leaf):
         Positive lengthscale ``ell`` (relative to the period's sine).
     variance : float
         Positive marginal variance.
-    n_harmonics : int or None, default None
+    n_harmonics : int >= 1 or None, default None
         Harmonics kept in the state-space form; None chooses the fewest with a
         truncation error of at most 1e-12 times the variance.
     """
@@ -71,9 +71,10 @@ class Periodic(Leaf):
             "variance": positive_param(variance, "variance"),
         }
         if n_harmonics is not None and (
-            isinstance(n_harmonics, bool) or not isinstance(n_harmonics, (int, np.integer)) or n_harmonics < 0
+            isinstance(n_harmonics, bool) or not isinstance(n_harmonics, (int, np.integer)) or n_harmonics < 1
         ):
-            raise ValueError(f"n_harmonics must be None or an integer >= 0; got {n_harmonics!r}")
+            raise ValueError(f"n_harmonics must be None or an integer >= 1 (0 would keep only the constant "
+                             f"term, and a Markov GP would fit a constant); got {n_harmonics!r}")
         self._init_params(params, {"n_harmonics": n_harmonics})
 
     def _matrix(self, p, X, X2):

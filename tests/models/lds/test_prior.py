@@ -205,9 +205,10 @@ def test_posteriors_do_not_share_the_blocks_scratch_arrays():
      r"hyper_max_iter must be an integer >= 1; got -1"),
     (lambda: lds.MarkovGP(K.Matern32(), np.arange(3.0), hyper_max_iter=2.5),
      r"hyper_max_iter must be an integer >= 1; got 2.5"),
-    (lambda: lds.MarkovGP(K.Matern32(), np.arange(3.0) + 0j), r"t must be an array of real numbers; got dtype complex128"),
-    (lambda: lds.MarkovGP(K.Matern32(), np.arange(3).astype("datetime64[D]")),
-     r"t must be an array of real numbers; got dtype datetime64\[D\]"),
+    (lambda: lds.MarkovGP(K.Matern32(), np.arange(3.0) + 0j),
+     r"t must be an array of real numbers or datetimes; got dtype complex128"),
+    (lambda: lds.MarkovGP(K.Matern32(), np.arange(3).astype("timedelta64[D]")),
+     r"t must be an array of real numbers or datetimes; got dtype timedelta64\[D\]"),
     (lambda: lds.LDS(np.eye(2), np.eye(2), np.ones(2), np.zeros(2), np.eye(2), n_steps="a"),
      r"n_steps must be an integer >= 1; got 'a'"),
 ])

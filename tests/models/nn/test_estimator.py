@@ -7,6 +7,7 @@ from sklearn.datasets import load_breast_cancer, load_digits
 from sklearn.neural_network import MLPClassifier
 
 from efvi.models import nn
+from efvi.models.nn.estimator import OPTIMIZERS
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +59,7 @@ RATES = {"ivon": None, "vogn": 0.1, "vadam": 0.03, "vprop": 0.003, "van": 0.1, "
          "rmsprop": 0.003}
 
 
-@pytest.mark.parametrize("optimizer", sorted(nn.estimator.OPTIMIZERS))
+@pytest.mark.parametrize("optimizer", sorted(OPTIMIZERS))
 def test_every_optimizer_name_trains(optimizer, breast_cancer):
     X, y, X_test, y_test = breast_cancer
     model = nn.BayesianMLPClassifier(hidden_layer_sizes=(8,), optimizer=optimizer, epochs=10, seed=0,
@@ -74,7 +75,7 @@ def test_same_seed_same_model_and_params_round_trip(breast_cancer):
     model = nn.BayesianMLPClassifier(epochs=7)
     assert model.get_params()["epochs"] == 7 and repr(model) == "BayesianMLPClassifier(epochs=7)"
     assert model.set_params(optimizer="vogn").optimizer == "vogn"
-    with pytest.raises(ValueError, match="'epoch' is not a parameter"):
+    with pytest.raises(ValueError, match="Invalid parameter 'epoch'"):
         model.set_params(epoch=3)
 
 
@@ -89,12 +90,12 @@ def test_bad_input_is_named(breast_cancer):
         nn.BayesianMLPClassifier(epochs=0).fit(X, y)
     with pytest.raises(ValueError, match="at least two classes"):
         model.fit(X, np.zeros(len(y)))
-    with pytest.raises(ValueError, match=r"y must have shape \(400,\)"):
+    with pytest.raises(ValueError, match=r"inconsistent numbers of samples: \[400, 399\]"):
         model.fit(X, y[:-1])
     with pytest.raises(ValueError, match="X"):
         model.fit(np.where(np.eye(400, 30, dtype=bool), np.nan, X), y)
     model.fit(X, y)
-    with pytest.raises(ValueError, match="X must have 30 features"):
+    with pytest.raises(ValueError, match="X has 5 features, but BayesianMLPClassifier is expecting 30 features"):
         model.predict(X[:, :5])
     with pytest.raises(ValueError, match="noise_variance"):
         nn.BayesianMLPRegressor(noise_variance=0.0).fit(X, y)

@@ -104,7 +104,7 @@ def test_gradient_of_a_scalar_objective():
         (lambda: kernels.White(variance=np.inf), "variance must be finite"),
         (lambda: kernels.Periodic(period=-2.0), "period must be > 0"),
         (lambda: kernels.Periodic(lengthscale=[1.0, 2.0]), "lengthscale must be a scalar"),
-        (lambda: kernels.Periodic(n_harmonics=-1), "n_harmonics must be None or an integer >= 0"),
+        (lambda: kernels.Periodic(n_harmonics=-1), "n_harmonics must be None or an integer >= 1"),
         (lambda: kernels.Linear(offset=-0.1), "offset must be > 0"),
         (lambda: kernels.Constant(variance="a"), "variance must be a numeric array"),
         (lambda: kernels.RBF(lengthscale=[1.0, 2.0]) + kernels.RBF(lengthscale=[1.0, 2.0, 3.0]), "input dimension"),
