@@ -444,6 +444,10 @@ class ExponentialFamily:
             parts.append(np.array(p[index + (Ellipsis,)]))
         return type(self).from_natural(tuple(parts), validate=False)
 
+    def __reduce__(self):
+        """Copy and pickle by the natural parameters (a readable constructor may need arguments in ``__new__``)."""
+        return (_from_natural, (type(self), self.natural))
+
     def __repr__(self):
         """``Gamma(shape=2.0, rate=1.0)`` for small batches, ``Gamma(batch_shape=(1000,))`` for large ones."""
         readable = self._readable_values()
@@ -478,3 +482,8 @@ def _format_value(value):
 
 
 read_parameter_tuples(ExponentialFamily)
+
+
+def _from_natural(cls, natural):
+    """Rebuild a distribution of family ``cls`` from its natural parameters (unpickling, ``copy``)."""
+    return cls.from_natural(natural)
