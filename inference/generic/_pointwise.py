@@ -68,3 +68,35 @@ def message(sites, index, n):
 def site_view(sites, block_name):
     """The user's view of 1-D Gaussian sites (``precision``, ``pseudo_obs``, ...)."""
     return GaussianSiteView(sites, block_name)
+
+
+class PointwiseSites:
+    """Mixin of the generic factors: on a structured block their sites are ``(gamma, pi)`` per point.
+
+    It takes over ``init_sites``, ``message`` and ``site_view`` when the
+    factor's block is structured (:meth:`_bind_pointwise`), and leaves them to
+    the factor's other base class otherwise.
+    """
+
+    _pointwise = False
+
+    def _bind_pointwise(self, blocks):
+        """Whether the factor's block is structured (then its points are checked against the data points)."""
+        block = blocks[self.roles["on"]]
+        self._pointwise = is_structured(block)
+        if self._pointwise:
+            check_points(self, block)
+        return self._pointwise
+
+    def init_sites(self, blocks):
+        if self._pointwise:
+            return {self.roles["on"]: zero_sites(self.n_data)}
+        return super().init_sites(blocks)
+
+    def message(self, block_name, sites, index=None):
+        if self._pointwise:
+            return message(sites, index, self.n_data)
+        return super().message(block_name, sites, index)
+
+    def site_view(self, sites):
+        return site_view(sites, self.roles["on"]) if self._pointwise else super().site_view(sites)

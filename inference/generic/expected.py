@@ -16,7 +16,7 @@ from .._summed import SummedSitesFactor
 from . import _pointwise
 
 
-class ExpectedLogFactor(SummedSitesFactor):
+class ExpectedLogFactor(_pointwise.PointwiseSites, SummedSitesFactor):
     """Factor defined by ``expected_log(mean_params, *data) -> (N,)``.
 
     Parameters
@@ -45,28 +45,10 @@ class ExpectedLogFactor(SummedSitesFactor):
         self.roles = {"on": on}
         self.n_data = _infer_n_data(self.data, n_data)
 
-    _pointwise = False
-
     def bind(self, blocks):
-        block = blocks[self.roles["on"]]
-        self._pointwise = _pointwise.is_structured(block)
-        if self._pointwise:
-            _pointwise.check_points(self, block)
+        if self._bind_pointwise(blocks):
             return
         super().bind(blocks)
-
-    def init_sites(self, blocks):
-        if self._pointwise:
-            return {self.roles["on"]: _pointwise.zero_sites(self.n_data)}
-        return super().init_sites(blocks)
-
-    def message(self, block_name, sites, index=None):
-        if self._pointwise:
-            return _pointwise.message(sites, index, self.n_data)
-        return super().message(block_name, sites, index)
-
-    def site_view(self, sites):
-        return _pointwise.site_view(sites, self.roles["on"]) if self._pointwise else super().site_view(sites)
 
     def evaluate(self, q, index=None, rng=None):
         if self._pointwise:

@@ -27,7 +27,7 @@ from . import _pointwise
 from .expected import _infer_n_data
 
 
-class MonteCarloFactor(SummedSitesFactor):
+class MonteCarloFactor(_pointwise.PointwiseSites, SummedSitesFactor):
     """A user-written log-density factor, with Monte Carlo natural gradients.
 
     Parameters
@@ -69,32 +69,15 @@ class MonteCarloFactor(SummedSitesFactor):
         self.n_data = _infer_n_data(self.data, n_data)
         self.roles = {"on": on}
 
-    _pointwise = False
-
     def bind(self, blocks):
-        block = blocks[self.roles["on"]]
-        self._pointwise = _pointwise.is_structured(block)
-        if self._pointwise:
-            _pointwise.check_points(self, block)
+        if self._bind_pointwise(blocks):
             return
         super().bind(blocks)
+        block = blocks[self.roles["on"]]
         self._family = block.family
         if block.family in (Gaussian, DiagonalGaussian) and block.prior.batch_shape != ():
             raise ValueError(f"{self.describe()}: a Gaussian block must have batch shape (); "
                              f"got {block.prior.batch_shape}")
-
-    def init_sites(self, blocks):
-        if self._pointwise:
-            return {self.roles["on"]: _pointwise.zero_sites(self.n_data)}
-        return super().init_sites(blocks)
-
-    def message(self, block_name, sites, index=None):
-        if self._pointwise:
-            return _pointwise.message(sites, index, self.n_data)
-        return super().message(block_name, sites, index)
-
-    def site_view(self, sites):
-        return _pointwise.site_view(sites, self.roles["on"]) if self._pointwise else super().site_view(sites)
 
     def evaluate(self, q, index=None, rng=None):
         rng = np.random.default_rng() if rng is None else rng
