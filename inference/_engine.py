@@ -72,6 +72,7 @@ class Engine:
         self.state = self.controller = self.q = None
         self._first_targets = {}
         self._clear_caches()
+        self._rebind(self.learners)   # a previous fit of this model may have bound them to its learned blocks
 
     # ------------------------------------------------------------------ state
     def initial_state(self, rule, seed, from_prior, accelerate):
@@ -154,6 +155,7 @@ class Engine:
         for b, theta in state.hyper.theta.items():
             if not np.array_equal(theta, self.blocks[b].hyperparameters()):
                 self.blocks[b] = self.blocks[b].with_hyperparameters(theta)
+        self._rebind(state.hyper.theta)
         self._first_targets = self._first_step_targets() if state.iteration == 0 else {}
         self._clear_caches()
         self.refresh_posterior()
@@ -430,18 +432,40 @@ class Engine:
             If a prior cannot be built there or the sites make its posterior invalid
             (:class:`~efvi.inference.InvalidPosterior`); the engine is then unchanged.
         """
-        old = dict(self.blocks)
+        old, old_messages = dict(self.blocks), [dict(m) for m in self.state.messages]
         try:
             for b, part in theta.items():
                 self.blocks[b] = self.blocks[b].with_hyperparameters(part)
+                if getattr(self.blocks[b], "messages_depend_on_hyperparameters", False):
+                    self._rederive_messages(b)
             q = {b: self.blocks[b].posterior(self.total_message(b)) for b in self.blocks}
         except ValueError:
             self.blocks = old
+            self.state.messages = old_messages
+            self._rebind(theta)
             raise
         self.q = q
         self.state.hyper.theta = {b: np.array(part, dtype=float) for b, part in theta.items()}
         self._clear_caches()
         self.controller.forget_history()
+
+    def _rederive_messages(self, b):
+        """Rebind the factors of block ``b`` to it and recompute their messages from the stored sites.
+
+        For blocks whose messages are not the sites themselves but depend on the
+        hyperparameters (a sparse GP's ``v``-space sums); full batch only, as is
+        hyperparameter learning.
+        """
+        self._rebind([b])
+        for k in self.touching[b]:
+            self.state.messages[k][b] = self.factors[k].message(b, self.state.sites[k][b])
+
+    def _rebind(self, names):
+        """Bind the factors of the hyperparameter-dependent blocks among ``names`` to the engine's blocks."""
+        for b in names:
+            if getattr(self.blocks[b], "messages_depend_on_hyperparameters", False):
+                for k in self.touching[b]:
+                    self.factors[k].bind({n: self.blocks[n] for n in self._factor_blocks[k]})
 
     def model_hyperparameters(self, b):
         """The log hyperparameters of block ``b`` as the model defines them (where every search starts)."""
@@ -450,6 +474,8 @@ class Engine:
     def hyperparameter_gradient(self, b):
         """Gradient of ``log Z(theta)`` of block ``b``'s prior times its fixed summed sites."""
         block = self.blocks[b]
+        if hasattr(block, "elbo_gradient"):    # needs the per-point sites, not only their sum (a sparse GP)
+            return block.elbo_gradient(self.q[b], [self.state.sites[k][b] for k in self.touching[b]])
         return block.log_normaliser(block.hyperparameters(), self.total_message(b))[1]
 
 

@@ -294,7 +294,9 @@ class _Reader:
                 posterior[name] = Marginals(mean, var)
                 if kind["kind"] == "predictive":
                     posterior[name] = self._predictive(i, name, kind, mean, var)
-                shapes[name] = [(points,), (points,)]                  # the per-point sites of its factors
+                # the per-point sites of its factors, or the rebuilt posterior's own message (a sparse GP's)
+                message = getattr(posterior[name], "message", None)
+                shapes[name] = [np.shape(p) for p in message] if message is not None else [(points,), (points,)]
             else:
                 self.fail(entry, f"has kind {kind['kind']!r}; expected 'expfam', 'marginals' or 'predictive'")
         return posterior, shapes

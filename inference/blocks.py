@@ -83,6 +83,16 @@ class Block:
         return ()
 
 
+def hyperparameter_value(name, value):
+    """The reported value of the learned hyperparameter ``name``: ``exp(value)``, or ``value`` for an inducing input.
+
+    A block learns the logs of positive parameters (kernel lengthscales and
+    variances), except the inducing inputs of a sparse GP, named
+    ``"inducing[i,j]"``, which are learned as they are.
+    """
+    return float(value) if name.startswith("inducing[") else float(np.exp(value))
+
+
 class ExpFamBlock(Block):
     """A block whose prior is an exponential-family object (any registered family).
 

@@ -3,6 +3,7 @@
 import numpy as np
 
 from ..expfam import ExponentialFamily
+from .blocks import hyperparameter_value
 
 
 class PriorNotSupportedError(NotImplementedError):
@@ -95,7 +96,7 @@ class FitResult:
     @property
     def hyperparameters(self):
         """dict: block name -> {parameter name: learned value} for blocks that learn hyperparameters."""
-        return {b: dict(zip(self.hyperparameter_names[b], np.exp(theta).tolist()))
+        return {b: {name: hyperparameter_value(name, value) for name, value in zip(self.hyperparameter_names[b], theta)}
                 for b, theta in self.state.hyper.theta.items()}
 
     def as_prior(self, blocks=None):

@@ -81,6 +81,9 @@ class PointValues:
         ValueError
             If the block has no points (a plain Gaussian weight vector) or another number of them.
         """
+        point_view = getattr(block, "point_view", None)
+        if point_view is not None:      # a block that says how its points are seen (a sparse GP)
+            return point_view(factor)
         n_points = getattr(block, "n_points", None)
         if n_points is None:
             raise ValueError(

@@ -1,0 +1,370 @@
+r"""A sparse (inducing-point) GP as a latent block: CVI with sites on the data, solved at M inducing points.
+
+The prior ``f ~ GP(mu_0, k)`` is summarised by its values ``u = f(Z)`` at
+``M`` inducing inputs ``Z``; as in Titsias (2009) and Hensman et al. (2013,
+2015), the approximate posterior is ``q(f) = \int p(f | u) q(u) du``.  In the
+whitened coordinates ``u = L_z v`` (``L_z L_z^T = K_zz``, ``v ~ N(0, I)``) the
+value at input ``x_i`` is
+
+.. math:: f_i = \mu_0 + \phi_i^T v + \epsilon_i, \qquad
+          \phi_i = L_z^{-1} k_z(x_i), \qquad
+          \epsilon_i \sim N(0, d_i), \quad d_i = k(x_i, x_i) - \lVert\phi_i\rVert^2,
+
+so with ``q(v) = N(m, S)`` the marginal of ``f_i`` is
+``N(mu_0 + phi_i^T m, phi_i^T S phi_i + d_i)``.  The data's factor sees
+``f_i`` through its marginal, and its CVI sites are 1-D Gaussians in
+``f_i`` (Khan and Nielsen, 2018, eqs. 15-17), exactly as for a dense GP.
+The conditional variance ``d_i`` does not depend on ``q``, so a site
+``(gamma_i, pi_i)`` on ``f_i`` is a site ``(phi_i gamma_i', phi_i pi_i
+phi_i^T)`` on ``v`` (``gamma_i' = gamma_i - pi_i mu_0``), and the block's
+conjugate computation is Bayesian linear regression on the features ``phi_i``:
+
+.. math:: \Lambda = I + \Phi^T \operatorname{diag}(\pi) \Phi, \qquad
+          \Lambda m = \Phi^T \gamma'.
+
+The block's message is that pair ``(Phi^T gamma', Phi^T diag(pi) Phi)`` in
+``v``-space, so a minibatch of ``B`` points costs ``O(B M^2)`` (stochastic CVI,
+Khan and Nielsen, 2018, eq. 14) and a full-batch iteration ``O(N M^2)``.  The
+ELBO is the SVGP bound ``sum_i E_q[log p(y_i | f_i)] - KL(q(v) || N(0, I))``
+(Hensman et al., 2015), the KL being that of ``q(u)`` to ``p(u) = N(0, K_zz)``.
+
+Kernel hyperparameters and, optionally, the inducing inputs are learned by the
+engine's L-BFGS on the ELBO with the sites re-converged at each trial value
+(as for the dense GP).  At converged sites the gradient is the partial
+derivative of the bound at fixed ``q(v)``, whose per-point derivatives
+``g_m = gamma_i - pi_i E[f_i]`` and ``g_v = -pi_i / 2`` are read off the sites
+(:mod:`efvi.models.gp._sparse_gradient`).  Because ``Phi`` depends on the
+hyperparameters, the engine re-derives the block's messages from the stored
+per-point sites whenever they change.
+"""
+
+import numpy as np
+from scipy.linalg import cho_solve, lapack, solve_triangular
+
+from ...expfam import Gaussian
+from ...expfam.checks import as_float, check_integer
+from ...inference import Block, InvalidPosterior
+from ...inference.result import register_rebuilder
+
+from ..glm._linalg import gram_and_projection, marginals
+from ..projection import PointValues
+from . import _sparse_gradient
+from .kernels import Kernel
+from .kernels._validation import as_inputs
+from .prior import kernel_layout, saved_kernel
+
+
+class SparseGP(Block):
+    """Sparse GP prior: the function values at ``X`` through ``M`` inducing values at ``Z``.
+
+    Observe it like a dense GP (``efvi.models.Observe(likelihood, y, on=...)``);
+    one point of the block per row of ``X``.
+
+    Parameters
+    ----------
+    kernel : efvi.models.gp.kernels.Kernel
+    X : array_like, shape (N, D) or (N,)
+        Inputs of the data points.
+    inducing : array_like, shape (M, D) or (M,)
+        Inducing inputs ``Z`` (distinct points; ``M`` is usually 50-1000).
+    mean : float
+        Constant prior mean.
+    learn_hyperparameters : bool
+        Learn the kernel's log hyperparameters by maximising the ELBO.
+    learn_inducing : bool
+        Learn the inducing inputs too (with ``learn_hyperparameters``, or alone).
+    hyper_max_iter : int
+        Iterations of the outer L-BFGS (each re-converges the sites).
+    jitter : float
+        Added to the diagonal of ``K_zz``, relative to its mean diagonal, before
+        its Cholesky factorisation.
+
+    Attributes
+    ----------
+    n_points : int
+        ``N``, the number of data points the block's factor observes.
+    """
+
+    family = Gaussian
+    messages_depend_on_hyperparameters = True
+    """The ``v``-space message of a site depends on ``Phi``: the engine re-derives it when they change."""
+
+    def __init__(self, kernel, X, inducing, mean=0.0, learn_hyperparameters=False, learn_inducing=False,
+                 hyper_max_iter=100, jitter=1e-8):
+        if not isinstance(kernel, Kernel):
+            raise ValueError(f"kernel must be a efvi.models.gp.kernels.Kernel; got {type(kernel).__name__}")
+        self.X = as_inputs(X, "X", kernel.input_dim)
+        if self.X.shape[0] == 0:
+            raise ValueError(f"X must hold at least one input point; got shape {self.X.shape}")
+        self.Z = as_inputs(inducing, "inducing", self.X.shape[1])
+        if self.Z.shape[0] == 0:
+            raise ValueError(f"inducing must hold at least one inducing input; got shape {self.Z.shape}")
+        mean = as_float(mean, "mean")
+        if mean.ndim != 0:
+            raise ValueError(f"mean must be a scalar (a constant prior mean); got an array of shape {mean.shape}")
+        jitter = as_float(jitter, "jitter")
+        if jitter.ndim != 0 or not 0.0 <= jitter < 1.0:
+            raise ValueError(f"jitter must be a number in [0, 1) (relative to the mean prior variance at the "
+                             f"inducing inputs); got {jitter}")
+        self.mean_value, self.jitter = float(mean), float(jitter)
+        self.learn_kernel = bool(learn_hyperparameters)
+        self.learn_inducing = bool(learn_inducing)
+        self.learns_hyperparameters = self.learn_kernel or self.learn_inducing
+        self.hyper_max_iter = check_integer(hyper_max_iter, "hyper_max_iter", minimum=1)
+        self.n_points = self.X.shape[0]
+        self._set(kernel, self.Z)
+
+    def _set(self, kernel, Z):
+        self.kernel, self.Z = kernel, Z
+        self.inducing_chol = inducing_cholesky(kernel, Z, self.jitter)
+        self._features = None
+
+    @property
+    def n_inducing(self):
+        """int: the number ``M`` of inducing inputs."""
+        return self.Z.shape[0]
+
+    @property
+    def features(self):
+        """``(Phi, d)``: ``Phi = K_xz L_z^{-T}``, shape (N, M), and the conditional variances ``d``, shape (N,)."""
+        if self._features is None:
+            self._features = features(self.kernel, self.X, self.Z, self.inducing_chol)
+        return self._features
+
+    # ------------------------------------------------------------------ block protocol
+    def zero_message(self):
+        m = self.n_inducing
+        return (np.zeros(m), np.zeros((m, m)))
+
+    def posterior(self, message):
+        return SparseGPPosterior(self, message)
+
+    def kl(self, q):
+        # KL(N(m, S) || N(0, I)) = (tr S + m^T m - M + log|Lambda|) / 2, with S = Lambda^{-1}
+        return 0.5 * (q.trace_cov + q.v_mean @ q.v_mean - self.n_inducing + q.log_det_precision)
+
+    def divergence(self, q, other):
+        # Jeffreys divergence of two Gaussians in v: <d natural, d mean parameters>
+        delta_second = (other.v_cov - q.v_cov) + (np.outer(other.v_mean, other.v_mean) - np.outer(q.v_mean, q.v_mean))
+        delta_precision = other.message[1] - q.message[1]
+        return float((other.message[0] - q.message[0]) @ (other.v_mean - q.v_mean)
+                     - 0.5 * np.sum(delta_precision * delta_second))
+
+    def point_view(self, factor):
+        """How the data points of ``factor`` see this block (see :mod:`efvi.models.projection`)."""
+        if factor.n_data != self.n_points:
+            raise ValueError(f"{factor.describe()}: y has {factor.n_data} entries but block {self.name!r} "
+                             f"has {self.n_points} points (rows of X)")
+        return _InducingView(self, factor.n_data)
+
+    # ------------------------------------------------------------------ hyperparameters
+    def hyperparameters(self):
+        """The learned values: the kernel's log hyperparameters, then the inducing inputs (row-major)."""
+        parts = [self.kernel.log_params] if self.learn_kernel else []
+        if self.learn_inducing:
+            parts.append(self.Z.ravel())
+        return np.concatenate(parts) if parts else np.zeros(0)
+
+    def hyperparameter_names(self):
+        names = list(self.kernel.param_names) if self.learn_kernel else []
+        if self.learn_inducing:
+            names += [f"inducing[{i},{j}]" for i in range(self.Z.shape[0]) for j in range(self.Z.shape[1])]
+        return tuple(names)
+
+    def with_hyperparameters(self, theta):
+        """A new block with the hyperparameters ``theta`` (ordered as :meth:`hyperparameters`)."""
+        theta = np.asarray(theta, dtype=float)
+        n_kernel = self.kernel.n_params if self.learn_kernel else 0
+        expected = n_kernel + (self.Z.size if self.learn_inducing else 0)
+        if theta.shape != (expected,):
+            raise ValueError(f"theta must have shape ({expected},); got shape {theta.shape}")
+        kernel = self.kernel.with_log_params(theta[:n_kernel]) if self.learn_kernel else self.kernel
+        Z = theta[n_kernel:].reshape(self.Z.shape) if self.learn_inducing else self.Z
+        if not np.all(np.isfinite(Z)):
+            raise ValueError("the inducing inputs must be finite")
+        block = SparseGP.__new__(SparseGP)
+        block.__dict__.update(self.__dict__)
+        block._set(kernel, np.ascontiguousarray(Z))
+        return block
+
+    def elbo_gradient(self, q, sites):
+        """Gradient of the ELBO in :meth:`hyperparameters` at fixed ``q(v)``, from converged per-point sites.
+
+        Parameters
+        ----------
+        q : SparseGPPosterior
+        sites : list of tuples ``(gamma, pi)``, each of shape (N,)
+            The per-point sites of the factors observing this block.
+
+        Returns
+        -------
+        ndarray, shape (n_hyperparameters,)
+        """
+        gamma = sum(s[0] for s in sites)
+        pi = sum(s[1] for s in sites)
+        g_m = gamma - pi * q.mean
+        g_v = -0.5 * pi
+        return _sparse_gradient.bound_gradient(self, q.v_mean, q.v_cov, g_m, g_v)
+
+
+def inducing_cholesky(kernel, Z, jitter):
+    """Lower Cholesky factor of ``K_zz + jitter * mean(diag K_zz) I``, shape (M, M)."""
+    K = kernel(Z)
+    K[np.diag_indices_from(K)] += jitter * max(float(np.mean(np.diag(K))), 1e-300)
+    chol, info = lapack.dpotrf(K, lower=1, clean=1)
+    if info != 0:
+        raise InvalidPosterior(f"the kernel matrix of the {Z.shape[0]} inducing inputs is not positive definite "
+                               "(duplicate or very close inducing inputs?); spread them out or raise jitter")
+    return chol
+
+
+def features(kernel, X, Z, chol, rows=None):
+    """``Phi = K_xz L_z^{-T}``, shape (N, M), and ``d = diag(K_xx) - rowsums(Phi^2)`` (clipped at 0), shape (N,)."""
+    X = X if rows is None else X[rows]
+    phi = np.ascontiguousarray(solve_triangular(chol, kernel(Z, X), lower=True, check_finite=False).T)
+    d = np.maximum(kernel.diag(X) - np.einsum("nm,nm->n", phi, phi), 0.0)
+    return phi, d
+
+
+class SparseGPPosterior:
+    """Posterior of a sparse GP block: ``q(v) = N(v_mean, v_cov)`` and the marginals of ``f`` at the data.
+
+    Attributes
+    ----------
+    mean, var : ndarray, shape (N,)
+        Marginal means and variances of ``f(x_i)`` at the block's inputs (computed on first use).
+    v_mean : ndarray, shape (M,)
+        Mean of the whitened inducing values ``v``.
+    message : tuple
+        The summed sites in ``v``-space, ``(Phi^T gamma', Phi^T diag(pi) Phi)``.
+    """
+
+    def __init__(self, block, message):
+        self._block, self.message = block, message
+        h, J = message
+        precision = J + np.eye(J.shape[0])
+        chol, info = lapack.dpotrf(precision, lower=1, clean=1)
+        if info != 0 or not np.all(np.isfinite(chol)):
+            raise InvalidPosterior("sparse GP sites: I + Phi^T diag(pi) Phi is not positive definite")
+        self.precision_chol = chol
+        self.v_mean = cho_solve((chol, True), h, check_finite=False)
+        self.log_det_precision = 2.0 * float(np.sum(np.log(np.diag(chol))))
+        self._v_cov = None
+        self._marginals = None
+
+    @property
+    def v_cov(self):
+        """ndarray, shape (M, M): covariance of ``v``, ``Lambda^{-1}``."""
+        if self._v_cov is None:
+            self._v_cov = cho_solve((self.precision_chol, True), np.eye(self.v_mean.shape[0]), check_finite=False)
+        return self._v_cov
+
+    @property
+    def trace_cov(self):
+        """``tr(Lambda^{-1})``."""
+        return float(np.trace(self.v_cov))
+
+    @property
+    def inducing(self):
+        """``q(u)`` at the inducing inputs as an :class:`efvi.expfam.Gaussian` (``u = mu_0 + L_z v``)."""
+        L = self._block.inducing_chol
+        cov = L @ self.v_cov @ L.T
+        return Gaussian.from_mean_cov(self._block.mean_value + L @ self.v_mean, 0.5 * (cov + cov.T))
+
+    def marginals(self, index=None):
+        """Means and variances of ``f`` at the data points ``index`` (all when None), each shape (len,)."""
+        if index is None:
+            if self._marginals is None:
+                phi, d = self._block.features
+                self._marginals = self._at(phi, d)
+            return self._marginals
+        if self._marginals is not None:
+            return self._marginals[0][index], self._marginals[1][index]
+        phi, d = self._block.features
+        return self._at(phi[index], d[index])
+
+    def _at(self, phi, d):
+        mean, var = marginals(phi, self.v_mean, self.precision_chol)
+        return mean + self._block.mean_value, var + d
+
+    @property
+    def mean(self):
+        return self.marginals()[0]
+
+    @property
+    def var(self):
+        return self.marginals()[1]
+
+    @property
+    def batch_shape(self):
+        return (self._block.n_points,)
+
+    @property
+    def n_features(self):
+        """int: number of input columns ``D`` that :meth:`predict` expects."""
+        return self._block.Z.shape[1]
+
+    def predict(self, X_new, full_cov=False):
+        """Predictive distribution of ``f`` at new inputs.
+
+        Parameters
+        ----------
+        X_new : array_like, shape (P, D) or (P,)
+        full_cov : bool
+            Return the (P, P) predictive covariance instead of the variances.
+
+        Returns
+        -------
+        mean : ndarray, shape (P,)
+        var : ndarray, shape (P,), or (P, P) with ``full_cov``
+        """
+        block = self._block
+        X_new = as_inputs(X_new, "X_new", block.Z.shape[1])
+        phi, d = features(block.kernel, X_new, block.Z, block.inducing_chol)
+        mean = phi @ self.v_mean + block.mean_value
+        whitened = solve_triangular(self.precision_chol, phi.T, lower=True, check_finite=False)
+        if full_cov:
+            cov = block.kernel(X_new) - phi @ phi.T + whitened.T @ whitened
+            return mean, 0.5 * (cov + cov.T)
+        return mean, np.maximum(d + np.einsum("mp,mp->p", whitened, whitened), 0.0)
+
+    def predictive_state(self):
+        """What a fit file keeps so that a loaded fit predicts: ``("sparse_gp", spec, arrays)``, or None."""
+        block = self._block
+        arrays = {"X": block.X, "Z": block.Z, "mean": np.asarray(block.mean_value),
+                  "jitter": np.asarray(block.jitter), "message/0": self.message[0], "message/1": self.message[1]}
+        spec = kernel_layout(block.kernel, "kernel/", arrays)
+        return None if spec is None else ("sparse_gp", {"kernel": spec, "repr": repr(block.kernel)}, arrays)
+
+    def __repr__(self):
+        return f"SparseGPPosterior(n={self._block.n_points}, m={self._block.n_inducing})"
+
+
+class _InducingView(PointValues):
+    """The points of a sparse GP as its factor sees them: per-point sites on ``f_i``, messages in ``v``-space."""
+
+    def __init__(self, block, n_data):
+        super().__init__()
+        self.block, self.n_data = block, n_data
+
+    def marginals(self, q, index):
+        return q.marginals(index)
+
+    def message(self, sites, index):
+        gamma, pi = sites
+        phi = self.block.features[0]
+        rows = phi if index is None else np.ascontiguousarray(phi[index])
+        shifted = gamma - pi * self.block.mean_value if self.block.mean_value else gamma
+        return gram_and_projection(rows, pi, shifted)
+
+
+def _rebuild_sparse_gp(spec, array, name):
+    kernel = saved_kernel(spec, array)
+    block = SparseGP(kernel, array("X"), array("Z"), mean=float(array("mean")), jitter=float(array("jitter")))
+    block.name = name
+    return block.posterior((array("message/0"), array("message/1")))
+
+
+register_rebuilder("sparse_gp", _rebuild_sparse_gp)
+
+__all__ = ["SparseGP", "SparseGPPosterior", "features", "inducing_cholesky"]
