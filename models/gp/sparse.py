@@ -218,12 +218,24 @@ def inducing_cholesky(kernel, Z, jitter):
     return chol
 
 
-def features(kernel, X, Z, chol, rows=None):
-    """``Phi = K_xz L_z^{-T}``, shape (N, M), and ``d = diag(K_xx) - rowsums(Phi^2)`` (clipped at 0), shape (N,)."""
-    X = X if rows is None else X[rows]
-    phi = np.ascontiguousarray(solve_triangular(chol, kernel(Z, X), lower=True, check_finite=False).T)
-    d = np.maximum(kernel.diag(X) - np.einsum("nm,nm->n", phi, phi), 0.0)
+def features(kernel, X, Z, chol):
+    """``Phi = K_xz L_z^{-T}``, shape (N, M), and ``d = diag(K_xx) - rowsums(Phi^2)`` (clipped at 0), shape (N,).
+
+    Built a block of rows at a time, so that the kernel's temporaries stay in cache.
+    """
+    n, m = X.shape[0], Z.shape[0]
+    phi, d = np.empty((n, m)), np.empty(n)
+    for start in range(0, n, FEATURE_ROWS):
+        rows = slice(start, start + FEATURE_ROWS)
+        block = solve_triangular(chol, kernel(Z, X[rows]), lower=True, check_finite=False)   # (M, rows)
+        phi[rows] = block.T
+        d[rows] = kernel.diag(X[rows]) - np.einsum("mn,mn->n", block, block)
+    np.maximum(d, 0.0, out=d)
     return phi, d
+
+
+FEATURE_ROWS = 512
+"""Data points per block when the features are built."""
 
 
 class SparseGPPosterior:
@@ -263,6 +275,11 @@ class SparseGPPosterior:
     def trace_cov(self):
         """``tr(Lambda^{-1})``."""
         return float(np.trace(self.v_cov))
+
+    @property
+    def inducing_inputs(self):
+        """ndarray, shape (M, D): the inducing inputs ``Z`` (the learned ones after learning)."""
+        return self._block.Z
 
     @property
     def inducing(self):
