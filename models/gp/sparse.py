@@ -78,6 +78,12 @@ class SparseGP(Block):
     jitter : float
         Added to the diagonal of ``K_zz``, relative to its mean diagonal, before
         its Cholesky factorisation.
+    max_feature_bytes : int
+        The features ``Phi`` (``8 N M`` bytes) are kept in memory when they fit
+        in this many bytes; otherwise they are rebuilt a block of rows at a
+        time whenever they are needed (each iteration then evaluates the
+        kernel twice: 4x the time per iteration at N = 1e6, M = 100; memory
+        for the features independent of ``N``).
 
     Attributes
     ----------
@@ -90,7 +96,7 @@ class SparseGP(Block):
     """The ``v``-space message of a site depends on ``Phi``: the engine re-derives it when they change."""
 
     def __init__(self, kernel, X, inducing, mean=0.0, learn_hyperparameters=False, learn_inducing=False,
-                 hyper_max_iter=100, jitter=1e-8):
+                 hyper_max_iter=100, jitter=1e-8, max_feature_bytes=2 ** 31):
         if not isinstance(kernel, Kernel):
             raise ValueError(f"kernel must be a efvi.models.gp.kernels.Kernel; got {type(kernel).__name__}")
         self.X = as_inputs(X, "X", kernel.input_dim)
@@ -112,6 +118,8 @@ class SparseGP(Block):
         self.learns_hyperparameters = self.learn_kernel or self.learn_inducing
         self.hyper_max_iter = check_integer(hyper_max_iter, "hyper_max_iter", minimum=1)
         self.n_points = self.X.shape[0]
+        self.caches_features = 8 * self.n_points * self.Z.shape[0] <= check_integer(
+            max_feature_bytes, "max_feature_bytes", minimum=0)
         self._set(kernel, self.Z)
 
     def _set(self, kernel, Z):
@@ -130,6 +138,28 @@ class SparseGP(Block):
         if self._features is None:
             self._features = features(self.kernel, self.X, self.Z, self.inducing_chol)
         return self._features
+
+    def feature_blocks(self, index=None):
+        """Yield ``(positions, Phi rows, d rows)`` over the points ``index`` (all when None).
+
+        ``positions`` locate the rows among the requested points (a slice of
+        ``range(len(index))``, or of ``range(N)`` when ``index`` is None).
+
+        One block from the kept features, or blocks of ``STREAM_ROWS`` rows built
+        on the fly when they are not kept (``max_feature_bytes``).
+        """
+        if self.caches_features:
+            phi, d = self.features
+            if index is None:
+                yield slice(None), phi, d
+            else:
+                yield slice(None), np.ascontiguousarray(phi[index]), d[index]
+            return
+        n = self.n_points if index is None else len(index)
+        for start in range(0, n, STREAM_ROWS):
+            positions = slice(start, min(start + STREAM_ROWS, n))
+            rows = positions if index is None else index[positions]
+            yield (positions,) + features(self.kernel, self.X[rows], self.Z, self.inducing_chol)
 
     # ------------------------------------------------------------------ block protocol
     def zero_message(self):
@@ -237,6 +267,9 @@ def features(kernel, X, Z, chol):
 FEATURE_ROWS = 512
 """Data points per block when the features are built."""
 
+STREAM_ROWS = 65536
+"""Data points per block when the features are not kept and are rebuilt on use."""
+
 
 class SparseGPPosterior:
     """Posterior of a sparse GP block: ``q(v) = N(v_mean, v_cov)`` and the marginals of ``f`` at the data.
@@ -290,19 +323,19 @@ class SparseGPPosterior:
 
     def marginals(self, index=None):
         """Means and variances of ``f`` at the data points ``index`` (all when None), each shape (len,)."""
-        if index is None:
-            if self._marginals is None:
-                phi, d = self._block.features
-                self._marginals = self._at(phi, d)
+        if index is None and self._marginals is not None:
             return self._marginals
-        if self._marginals is not None:
+        if index is not None and self._marginals is not None:
             return self._marginals[0][index], self._marginals[1][index]
-        phi, d = self._block.features
-        return self._at(phi[index], d[index])
-
-    def _at(self, phi, d):
-        mean, var = marginals(phi, self.v_mean, self.precision_chol)
-        return mean + self._block.mean_value, var + d
+        n = self._block.n_points if index is None else len(index)
+        mean, var = np.empty(n), np.empty(n)
+        for positions, phi, d in self._block.feature_blocks(index):
+            mean[positions], var[positions] = marginals(phi, self.v_mean, self.precision_chol)
+            var[positions] += d
+        mean += self._block.mean_value
+        if index is None:
+            self._marginals = (mean, var)
+        return mean, var
 
     @property
     def mean(self):
@@ -369,10 +402,12 @@ class _InducingView(PointValues):
 
     def message(self, sites, index):
         gamma, pi = sites
-        phi = self.block.features[0]
-        rows = phi if index is None else np.ascontiguousarray(phi[index])
         shifted = gamma - pi * self.block.mean_value if self.block.mean_value else gamma
-        return gram_and_projection(rows, pi, shifted)
+        h, J = None, None
+        for positions, phi, _ in self.block.feature_blocks(index):
+            part_h, part_J = gram_and_projection(phi, pi[positions], shifted[positions])
+            h, J = (part_h, part_J) if h is None else (h + part_h, J + part_J)
+        return h, J
 
 
 def _rebuild_sparse_gp(spec, array, name):

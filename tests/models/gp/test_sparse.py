@@ -212,3 +212,20 @@ def test_bad_input_is_named():
         gp.SparseGP(KERNEL, X, np.zeros((3, 1)), jitter=0.0)
     with pytest.raises(ValueError, match="y has 19 entries but block 'f' has 20 points"):
         Model({"f": gp.SparseGP(KERNEL, X, X[:3])}, [Observe(likelihoods.BernoulliLogit(), y[:19], on="f")])
+
+
+def test_features_rebuilt_on_use_give_the_same_fit(monkeypatch):
+    from efvi.models.gp import sparse
+
+    monkeypatch.setattr(sparse, "STREAM_ROWS", 17)       # several blocks, a short last one
+    X, y = _classification(n=60, seed=7)
+    Z = np.linspace(-2.5, 2.5, 5)[:, None]
+    kept = _fit(gp.SparseGP(KERNEL, X, Z, mean=0.3), likelihoods.BernoulliLogit(), y)
+    rebuilt = _fit(gp.SparseGP(KERNEL, X, Z, mean=0.3, max_feature_bytes=0), likelihoods.BernoulliLogit(), y)
+    assert rebuilt.n_iter == kept.n_iter
+    np.testing.assert_allclose(rebuilt.posterior["f"].mean, kept.posterior["f"].mean, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(rebuilt.posterior["f"].var, kept.posterior["f"].var, rtol=0, atol=1e-12)
+    options = dict(batch_size=25, minibatch="sites", max_iter=60, tol=0.0, warn=False, seed=1)
+    kept = _fit(gp.SparseGP(KERNEL, X, Z), likelihoods.BernoulliLogit(), y, **options)
+    rebuilt = _fit(gp.SparseGP(KERNEL, X, Z, max_feature_bytes=0), likelihoods.BernoulliLogit(), y, **options)
+    np.testing.assert_allclose(rebuilt.posterior["f"].mean, kept.posterior["f"].mean, rtol=0, atol=1e-10)
