@@ -12,6 +12,12 @@ the entry and the problem.  Nothing in a file is executed.
 :func:`save` writes to a temporary file beside the target and renames it over
 the target only when the write is complete, so a failed save (a full disk)
 leaves the previous file intact.
+
+Other efvi objects that save themselves (the scikit-learn estimators) use the
+same writer and checks: :func:`write_archive` stores their arrays, a JSON
+``content`` entry and whole fits (each fit's arrays under ``fits/<name>/``
+and its metadata under ``__meta__.fits``), and :class:`ArchiveReader` reads
+them back, each embedded fit through the fit reader itself.
 """
 
 import contextlib
@@ -25,15 +31,15 @@ from .. import expfam
 from ..expfam import ExponentialFamily
 from ._acceleration import AndersonAccelerator
 from .factor import GaussianSiteView, SiteView
-from .result import _REBUILDERS, FitResult, Marginals
+from .result import _LIKELIHOOD_LOADERS, _REBUILDERS, FitResult, Marginals
 from ._state import ControllerState, FitState, HyperState
 from .steps import RULES
 
-FORMAT = "efvi-fit-2"
+FORMAT = "efvi-fit-3"
 
 _META_KEYS = {"format", "arrays", "converged", "message", "timings", "iteration", "n_backoffs", "n_accelerated",
               "coarse", "posterior", "sites", "messages", "site_views", "factor_names", "orders", "positions",
-              "rng", "controller", "hyper"}
+              "rng", "controller", "hyper", "likelihoods"}
 _CONTROLLER_KEYS = {"rule_kind", "rule_params", "rule_state", "plain_next", "accelerator", "accelerator_depth",
                     "accelerator_rest", "accelerator_failures"}
 _ACCELERATOR_PARTS = ("delta_f", "delta_g", "last_f", "last_g", "counters")
@@ -46,9 +52,39 @@ class FitFileError(ValueError):
 # ---------------------------------------------------------------------- writing
 def save(result, path):
     """Write ``result`` to ``path`` atomically (see the module notes)."""
-    arrays, meta = _layout(result)
-    meta["arrays"] = {key: {"dtype": str(a.dtype), "shape": list(a.shape)} for key, a in arrays.items()}
-    arrays["__meta__"] = np.array(json.dumps(meta, allow_nan=False))
+    write(path, *_layout(result))
+
+
+def write_archive(path, fmt, arrays, content, fits):
+    """Write an efvi file of format ``fmt``: ``arrays`` (float64 or int64), JSON ``content`` and whole fits.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    fmt : str
+        The format name the reader will ask for (e.g. ``"efvi-estimator-1"``).
+    arrays : dict
+        Name -> ndarray of float64 or int64; no name may start with ``fits/``.
+    content : JSON-able object
+    fits : dict
+        Name -> :class:`FitResult`, each stored whole (as :func:`save` would).
+    """
+    arrays = dict(arrays)
+    for key, a in arrays.items():
+        if key.startswith("fits/") or key == "__meta__" or a.dtype not in (np.float64, np.int64):
+            raise ValueError(f"arrays[{key!r}] must be float64 or int64 under a name not starting with 'fits/'; "
+                             f"got {a.dtype}")
+    fit_meta = {}
+    for name, result in fits.items():
+        fit_arrays, fit_meta[name] = _layout(result)
+        arrays.update({f"fits/{name}/{key}": a for key, a in fit_arrays.items()})
+    write(path, arrays, {"format": fmt, "content": content, "fits": fit_meta})
+
+
+def write(path, arrays, meta):
+    """Write ``arrays`` and the JSON ``meta`` (to which the list of arrays is added) to ``path`` atomically."""
+    meta = dict(meta, arrays={key: {"dtype": str(a.dtype), "shape": list(a.shape)} for key, a in arrays.items()})
+    arrays = dict(arrays, __meta__=np.array(json.dumps(meta, allow_nan=False)))
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
     handle, temporary = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
@@ -149,8 +185,22 @@ def _layout(result):
             "accelerator_failures": int(controller.accelerator_failures),
         },
         "hyper": {"names": {b: list(result.hyperparameter_names.get(b, ())) for b in state.hyper.theta}},
+        "likelihoods": [_likelihood_entry(result, k) for k in range(len(result.likelihoods))],
     }
     return arrays, meta
+
+
+def _likelihood_entry(result, k):
+    """Factor ``k``'s likelihood as JSON: ``{"kind": "none"}``, ``{"kind": "spec", "spec": likelihood.spec()}``,
+    or ``{"kind": "unsaved", "class": name}`` for one that is code, not numbers (a Custom likelihood)."""
+    likelihood = result.likelihoods[k]
+    if likelihood is None:
+        unsaved = result._unsaved_likelihoods.get(k)
+        return {"kind": "none"} if unsaved is None else {"kind": "unsaved", "class": unsaved}
+    try:
+        return {"kind": "spec", "spec": likelihood.spec()}
+    except (AttributeError, ValueError):
+        return {"kind": "unsaved", "class": type(likelihood).__name__}
 
 
 # ---------------------------------------------------------------------- reading
@@ -161,9 +211,17 @@ def load(path):
 
 
 class _Reader:
-    """Reads one fit file entry by entry, checking each; every failure is a FitFileError naming the entry."""
+    """Reads one fit file entry by entry, checking each; every failure is a FitFileError naming the entry.
 
-    def __init__(self, path):
+    ``data`` and ``meta`` give a fit stored inside another file (:meth:`ArchiveReader.fit`): its
+    entries, by their names within the fit, and its metadata with the list of its arrays.
+    """
+
+    def __init__(self, path, data=None, meta=None):
+        self.given_meta = meta
+        if data is not None:
+            self.path, self.data = path, data
+            return
         self.path = os.fspath(path)
         try:
             self.data = np.load(self.path, allow_pickle=False)
@@ -188,21 +246,13 @@ class _Reader:
         except Exception as err:     # a damaged member: CRC, zlib, truncated, or pickled data
             self.fail(key, f"cannot be read ({type(err).__name__}: {err})")
 
-    def meta(self):
-        if "__meta__" not in self.data.files:
-            raise FitFileError(f"{self.path}: not an efvi fit file (no '__meta__' entry)")
-        raw = self._raw("__meta__")
-        if raw.dtype.kind != "U" or raw.shape != ():
-            self.fail("__meta__", f"must be one JSON string; got a {raw.dtype} array of shape {raw.shape}")
-        try:
-            meta = json.loads(str(raw))
-        except ValueError as err:
-            self.fail("__meta__", f"is not valid JSON ({err})")
-        self.check(isinstance(meta, dict), "__meta__", f"must be a JSON object; got {type(meta).__name__}")
-        if meta.get("format") != FORMAT:
-            raise FitFileError(f"{self.path}: not an efvi fit file of format {FORMAT!r} "
-                               f"(format {meta.get('format')!r}; files of older formats cannot be resumed: refit)")
-        _exactly(self, meta, _META_KEYS, "__meta__")
+    def meta(self, fmt=FORMAT, keys=_META_KEYS, what="fit", hint="files of older formats cannot be resumed: refit"):
+        """The checked metadata of a file of format ``fmt`` with exactly the entries ``keys``."""
+        meta = self.given_meta if self.given_meta is not None else self._json_meta(what)
+        if meta.get("format") != fmt:
+            raise FitFileError(f"{self.path}: not an efvi {what} file of format {fmt!r} "
+                               f"(format {meta.get('format')!r}; {hint})")
+        _exactly(self, meta, keys, "__meta__")
         manifest = meta["arrays"]
         self.check(isinstance(manifest, dict), "__meta__.arrays", "must be an object")
         present = set(self.data.files) - {"__meta__"}
@@ -211,6 +261,19 @@ class _Reader:
                       else "is in the file but not listed in the metadata")
         self.manifest = manifest
         self.read = set()
+        return meta
+
+    def _json_meta(self, what):
+        if "__meta__" not in self.data.files:
+            raise FitFileError(f"{self.path}: not an efvi {what} file (no '__meta__' entry)")
+        raw = self._raw("__meta__")
+        if raw.dtype.kind != "U" or raw.shape != ():
+            self.fail("__meta__", f"must be one JSON string; got a {raw.dtype} array of shape {raw.shape}")
+        try:
+            meta = json.loads(str(raw))
+        except ValueError as err:
+            self.fail("__meta__", f"is not valid JSON ({err})")
+        self.check(isinstance(meta, dict), "__meta__", f"must be a JSON object; got {type(meta).__name__}")
         return meta
 
     def check(self, condition, entry, problem):
@@ -257,11 +320,40 @@ class _Reader:
         factor_names = get.list("factor_names")
         self.check(len(factor_names) == len(sites) and all(isinstance(n, str) for n in factor_names),
                    "__meta__.factor_names", f"must be {len(sites)} strings")
+        likelihoods, unsaved = self._likelihoods(get.list("likelihoods"), len(sites))
         for key in sorted(set(self.manifest) - self.read):
             self.fail(key, "is not part of a fit of this layout")
         return FitResult(posterior, views, state, get.bool("converged"), self._timings(get.dict("timings")),
                          message=get.str("message"), factor_names=factor_names,
-                         hyperparameter_names={b: tuple(n) for b, n in meta["hyper"]["names"].items()})
+                         hyperparameter_names={b: tuple(n) for b, n in meta["hyper"]["names"].items()},
+                         likelihoods=likelihoods, unsaved_likelihoods=unsaved)
+
+    def _likelihoods(self, entries, n_factors):
+        """Each factor's likelihood rebuilt from its spec (None where there is none or it was not saved) and,
+        by factor, the class of each likelihood that was not saved."""
+        self.check(len(entries) == n_factors, "__meta__.likelihoods", f"must have one entry per factor ({n_factors})")
+        likelihoods, unsaved = [None] * n_factors, {}
+        for k, entry in enumerate(entries):
+            where = f"__meta__.likelihoods[{k}]"
+            kind = entry.get("kind") if isinstance(entry, dict) else None
+            fields = {"none": {"kind"}, "unsaved": {"kind", "class"}, "spec": {"kind", "spec"}}.get(kind)
+            self.check(fields is not None and set(entry) == fields, where,
+                       "must be {'kind': 'none'}, {'kind': 'unsaved', 'class': name} or {'kind': 'spec', 'spec': ...}; "
+                       f"got {entry!r}"[:300])
+            if kind == "unsaved":
+                self.check(isinstance(entry["class"], str), where, "must name the class of the unsaved likelihood")
+                unsaved[k] = entry["class"]
+            elif kind == "spec" and not _LIKELIHOOD_LOADERS:
+                unsaved[k] = f"{str(entry['spec'].get('class')) if isinstance(entry['spec'], dict) else '?'} " \
+                             "(efvi.models, which rebuilds it, is not imported)"
+            elif kind == "spec":
+                try:
+                    likelihoods[k] = _LIKELIHOOD_LOADERS[0](entry["spec"])
+                    if likelihoods[k].spec() != entry["spec"]:
+                        raise ValueError(f"it rebuilds {likelihoods[k]!r}, whose spec is {likelihoods[k].spec()!r}")
+                except ValueError as err:
+                    self.fail(where, f"does not describe a likelihood exactly ({err})"[:600])
+        return likelihoods, unsaved
 
     def _posterior(self, spec):
         posterior, shapes = {}, {}
@@ -478,6 +570,62 @@ class _Reader:
                    and all(_is_number(t) and t >= 0 for t in per), "__meta__.timings",
                    "must hold non-negative seconds")
         return {"total": float(total), "per_iteration": [float(t) for t in per]}
+
+
+class ArchiveReader(_Reader):
+    """Reads a file of :func:`write_archive` (a context manager): its content, checked arrays and fits.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    fmt : str
+        The format the file must have.
+    what : str
+        What the file holds, for messages (e.g. ``"estimator"``).
+
+    Attributes
+    ----------
+    content : JSON value
+        The ``content`` entry as written.
+    """
+
+    def __init__(self, path, fmt, what):
+        super().__init__(path)
+        try:
+            meta = self.meta(fmt, {"format", "arrays", "content", "fits"}, what,
+                             hint=f"a fit file or another efvi file cannot be read as an {what} file")
+            self.check(isinstance(meta["fits"], dict) and all(isinstance(m, dict) for m in meta["fits"].values()),
+                       "__meta__.fits", "must map each fit's name to its metadata")
+        except BaseException:
+            self.data.close()
+            raise
+        self.content, self.fits = meta["content"], meta["fits"]
+
+    def fit(self, name):
+        """The fit stored as ``name``, read and checked by the fit reader (a :class:`FitResult`)."""
+        self.check(name in self.fits, "__meta__.fits", f"must hold a fit named {name!r}; it holds "
+                                                       f"{sorted(self.fits)}")
+        prefix = f"fits/{name}/"
+        manifest = {key[len(prefix):]: spec for key, spec in self.manifest.items() if key.startswith(prefix)}
+        self.read |= {prefix + key for key in manifest}
+        meta = dict(self.fits[name], arrays=manifest)
+        return _Reader(f"{self.path} (its fit {name!r})", _Prefixed(self.data, prefix), meta).result()
+
+    def finish(self):
+        """Raise a FitFileError for any array that was not read (not part of the content)."""
+        for key in sorted(set(self.manifest) - self.read):
+            self.fail(key, "is not part of this file's content")
+
+
+class _Prefixed:
+    """The members of an open ``.npz`` archive under ``prefix``, by their names without it."""
+
+    def __init__(self, data, prefix):
+        self.data, self.prefix = data, prefix
+        self.files = [key[len(prefix):] for key in data.files if key.startswith(prefix)]
+
+    def __getitem__(self, key):
+        return self.data[self.prefix + key]
 
 
 class _MetaGetter:

@@ -156,7 +156,8 @@ class Model:
         views = [f.site_view(s) for f, s in zip(self.factors, state.sites)]
         priors = {b: engine.blocks[b] for b in engine.learners}
         return FitResult(dict(engine.q), views, state, converged, timings, message=message, priors=priors,
-                         factor_names=[f.describe() for f in self.factors])
+                         factor_names=[f.describe() for f in self.factors],
+                         likelihoods=[getattr(f, "likelihood", None) for f in self.factors])
 
 
 def _check_has_data(factor, i):

@@ -51,10 +51,15 @@ class FitResult:
         A short description of each factor, in the model's order.
     hyperparameter_names : dict
         Block name -> names of its learned hyperparameters.
+    likelihoods : list
+        Each factor's likelihood (None for a factor without one), in the
+        model's order: what :meth:`predict` uses when it is given ``factor=``
+        or no likelihood.  A loaded fit has those of efvi's own likelihood
+        classes (a ``Custom`` likelihood is code, which a file does not hold).
     """
 
     def __init__(self, posterior, sites, state, converged, timings, message="", priors=None,
-                 hyperparameter_names=None, factor_names=None):
+                 hyperparameter_names=None, factor_names=None, likelihoods=None, unsaved_likelihoods=None):
         self.posterior = posterior
         self.sites = sites
         self.state = state
@@ -66,6 +71,9 @@ class FitResult:
             hyperparameter_names = {b: tuple(p.hyperparameter_names()) for b, p in self.priors.items()}
         self.hyperparameter_names = hyperparameter_names
         self.factor_names = list(factor_names) if factor_names is not None else [""] * len(sites)
+        self.likelihoods = list(likelihoods) if likelihoods is not None else [None] * len(sites)
+        # a loaded fit: factor index -> why its likelihood is not there (its class, which a file cannot rebuild)
+        self._unsaved_likelihoods = dict(unsaved_likelihoods or {})
 
     @property
     def elbo_trace(self):
@@ -215,20 +223,25 @@ class FitResult:
         return LatentPrediction(mean, var,
                                 lambda n, rng: _gaussian_draws(*posterior.predict(inputs, full_cov=True), n, rng))
 
-    def predict(self, inputs, likelihood, block=None):
+    def predict(self, inputs, likelihood=None, block=None, factor=None):
         """Posterior-predictive marginals of new observations ``y`` at new inputs.
 
         Parameters
         ----------
         inputs : array_like
             As for :meth:`predict_latent`.
-        likelihood : efvi.models.likelihoods.Likelihood
-            The observation model of the new points, usually the one the block
-            was fitted with; per-point parameters (exposures, trial counts)
-            are those of the new points.  Its parameters must be fixed numbers
-            (not latent blocks).
+        likelihood : efvi.models.likelihoods.Likelihood, optional
+            The observation model of the new points; per-point parameters
+            (exposures, trial counts) are those of the new points.  Its
+            parameters must be fixed numbers (not latent blocks).  Default:
+            the likelihood of the factor ``factor``, or of the one factor with
+            a likelihood on the block (see :attr:`likelihoods`).
         block : str, optional
-            As for :meth:`predict_latent`.
+            As for :meth:`predict_latent`; default: the block of ``factor``.
+        factor : int or str, optional
+            The factor whose likelihood the new observations follow: its
+            position in the model's list of factors, or its entry of
+            :attr:`factor_names` (e.g. ``"Observe(on='f')"``).
 
         Returns
         -------
@@ -240,9 +253,16 @@ class FitResult:
         Raises
         ------
         ValueError
-            If ``likelihood`` is not a likelihood with fixed parameters, or as for
-            :meth:`predict_latent`.
+            If ``likelihood`` is not a likelihood with fixed parameters; if no
+            likelihood is given and ``factor`` does not pick one (no such
+            factor, a factor without a likelihood, one with a per-point
+            parameter of the training points, or one that a loaded file does
+            not hold); or as for :meth:`predict_latent`.
         """
+        if likelihood is None:
+            likelihood, block = self._factor_likelihood(factor, block)
+        elif factor is not None:
+            raise ValueError(f"give likelihood or factor, not both; got {likelihood!r} and factor={factor!r}")
         if not callable(getattr(likelihood, "predict_mean_var", None)):
             raise ValueError("likelihood must be an efvi likelihood (e.g. efvi.likelihoods.Poisson()); "
                              f"got {type(likelihood).__name__}")
@@ -251,6 +271,52 @@ class FitResult:
                              f"{sorted(likelihood.latent_parameters)} as latent blocks: pass a likelihood with "
                              "numbers, e.g. the posterior mean of the noise precision")
         return Prediction(self.predict_latent(inputs, block), likelihood)
+
+    def _factor_likelihood(self, factor, block):
+        """The likelihood of ``factor`` (or of the one factor on the predicting block) and the block to predict."""
+        if factor is None:
+            target = self._predicting_block(block)
+            candidates = [k for k, lik in enumerate(self.likelihoods) if self._factor_block(k) == target
+                          and (lik is not None or k in self._unsaved_likelihoods)]
+            if len(candidates) != 1:
+                names = ", ".join(f"{k}: {self.factor_names[k]}" for k in candidates)
+                raise ValueError(f"factor must name the factor whose likelihood predicts block {target!r}, or pass "
+                                 f"likelihood=: this fit has {len(candidates) or 'no'} factors with a likelihood "
+                                 f"on it{f' ({names})' if names else ''}")
+            k = candidates[0]
+        else:
+            k = self._factor_index(factor)
+        likelihood, name = self.likelihoods[k], f"factor {k} ({self.factor_names[k]})"
+        if likelihood is None:
+            if k in self._unsaved_likelihoods:
+                raise ValueError(f"{name}: its likelihood, a {self._unsaved_likelihoods[k]}, is not in the file this "
+                                 "fit was loaded from (a file holds efvi's own likelihood classes only; a Custom "
+                                 "likelihood is code): pass likelihood=")
+            raise ValueError(f"{name} has no likelihood to predict new observations with: pass likelihood=")
+        per_point = likelihood.per_point_name
+        if per_point is not None and np.ndim(getattr(likelihood, per_point)) > 0:
+            raise ValueError(f"{name}: its likelihood has one {per_point} per training point; the new points need "
+                             f"their own: pass likelihood=fit.likelihoods[{k}].with_per_point(<{per_point} of the "
+                             "new points>)")
+        observed = self._factor_block(k)
+        if block is not None and observed is not None and block != observed:
+            raise ValueError(f"{name} observes block {observed!r}, not block={block!r}")
+        return likelihood, block if block is not None else observed
+
+    def _factor_index(self, factor):
+        n = len(self.factor_names)
+        if isinstance(factor, str):
+            matches = [k for k, name in enumerate(self.factor_names) if name == factor]
+            if len(matches) == 1:
+                return matches[0]
+        elif isinstance(factor, (int, np.integer)) and not isinstance(factor, (bool, np.bool_)) and 0 <= factor < n:
+            return int(factor)
+        raise ValueError(f"factor must be a factor's position (0 to {n - 1}) or its unique entry of factor_names "
+                         f"({', '.join(map(repr, self.factor_names))}); got {factor!r}")
+
+    def _factor_block(self, k):
+        """The block whose values factor ``k``'s likelihood observes (its Gaussian sites' block), or None."""
+        return getattr(self.sites[k], "block", None)
 
     def _predicting_block(self, block):
         able = [b for b, q in self.posterior.items() if _can_predict(q)]
@@ -355,6 +421,7 @@ def _posterior_as_prior(name, posterior):
 # its latent at new inputs, and a saved predictor kind -> how to rebuild a posterior from a fit file.
 _LATENT_PREDICTORS = {}
 _REBUILDERS = {}
+_LIKELIHOOD_LOADERS = []
 
 
 def register_latent_predictor(posterior_types, predict, sample):
@@ -385,6 +452,69 @@ def register_rebuilder(kind, rebuild):
     posterior or raise ``ValueError`` / ``TypeError`` / ``KeyError``.
     """
     _REBUILDERS[kind] = rebuild
+
+
+def save_archive(path, fmt, arrays, content, fits=None):
+    """Write an efvi file of format ``fmt`` atomically, in the fit file's form (``.npz``, JSON metadata, no pickle).
+
+    The writer of :meth:`FitResult.save`, for other efvi objects that save
+    themselves (the scikit-learn estimators' ``save``).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    fmt : str
+        A format name that :func:`open_archive` will ask for, e.g. ``"efvi-estimator-1"``.
+    arrays : dict
+        Name -> ndarray of float64 or int64 (names not starting with ``fits/``).
+    content : JSON-able object
+        Everything else, as numbers, strings, lists and objects (finite numbers only).
+    fits : dict, optional
+        Name -> :class:`FitResult`, each stored whole (read back by ``archive.fit(name)``).
+    """
+    from ._fitfile import write_archive
+
+    write_archive(path, fmt, arrays, content, fits or {})
+
+
+def open_archive(path, fmt, what):
+    """Open a file of :func:`save_archive` for checked reading; use it as a context manager.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    fmt : str
+        The format the file must have.
+    what : str
+        What the file holds, for messages (e.g. ``"estimator"``).
+
+    Returns
+    -------
+    reader
+        With ``content`` (the JSON content), ``array(key)`` (the array
+        checked against the file's list of arrays and for finite values),
+        ``fit(name)`` (a :class:`FitResult`, checked as :meth:`FitResult.load`
+        checks a fit file), ``fail(entry, problem)`` (raises
+        :class:`~efvi.inference.FitFileError` naming the file and the entry)
+        and ``finish()`` (fails for any array not read).
+
+    Raises
+    ------
+    efvi.inference.FitFileError
+        If the file cannot be read, or is not of format ``fmt``.
+    """
+    from ._fitfile import ArchiveReader
+
+    return ArchiveReader(path, fmt, what)
+
+
+def register_likelihood_loader(load):
+    """Say how a fit file's likelihood specs become likelihoods again (``load(spec)``, ValueError if invalid).
+
+    A likelihood saved with a fit is ``likelihood.spec()`` (JSON); the models
+    package registers the function that rebuilds it from efvi's own classes.
+    """
+    _LIKELIHOOD_LOADERS[:] = [load]
 
 
 def _gaussian_draws(mean, cov, n, rng):
@@ -538,9 +668,10 @@ class Prediction:
     def sample(self, n, seed=None):
         """Posterior-predictive draws: a joint draw of the latent, then ``y_i | a_i`` independently.
 
-        Gaussian likelihoods add their noise; discrete ones invert the CDF of
-        ``likelihood.log_density`` at 0, 1, 2, ...; any other likelihood needs
-        a ``sample(latent, rng)`` method (latent of shape (n, M)).
+        ``y | a`` is drawn by the likelihood's ``sample(latent, rng)`` (latent of
+        shape (n, M); every efvi likelihood but ``Custom`` has one); for a
+        discrete likelihood without one (a ``Custom`` count model) by inverting
+        the CDF of ``likelihood.log_density`` at 0, 1, 2, ...
 
         Parameters
         ----------
@@ -554,22 +685,21 @@ class Prediction:
         Raises
         ------
         NotImplementedError
-            For a continuous non-Gaussian likelihood without a ``sample`` method.
+            For a continuous likelihood without a sampler (a ``Custom`` log density).
         """
         n, rng = _check_draws(n, seed)
         latent = self.latent.sample(n, rng)
         sampler = getattr(self.likelihood, "sample", None)
         if callable(sampler):
-            return np.asarray(sampler(latent, rng), dtype=float)
-        kind = self.kind
-        if kind == "gaussian":
-            noise = np.array([self.likelihood.predict_mean_var(row, np.zeros_like(row))[1] for row in latent])
-            return latent + np.sqrt(noise) * rng.standard_normal(latent.shape)
-        if kind == "discrete":
+            try:
+                return np.asarray(sampler(latent, rng), dtype=float)
+            except NotImplementedError:
+                pass
+        if self.kind == "discrete":
             return _discrete_draws(self.likelihood, latent, rng.uniform(size=latent.shape))
         raise NotImplementedError(
-            f"posterior-predictive draws of y need {type(self.likelihood).__name__} to have a "
-            "sample(latent, rng) method (efvi draws y itself only for Gaussian and discrete likelihoods); "
+            f"posterior-predictive draws of y need {type(self.likelihood).__name__} to draw y given the latent "
+            "(a sample(latent, rng) method; efvi inverts the CDF itself only for discrete likelihoods); "
             "the predictive mean and var are available")
 
     def __repr__(self):

@@ -11,14 +11,20 @@ arguments (each has a default), ``fit`` validates with :func:`check_X_y` /
 :func:`check_X` (which set ``n_features_in_`` and, for a DataFrame,
 ``feature_names_in_``), sets trailing-underscore results and returns
 ``self``; a method that needs a fit raises ``NotFittedError`` before it.
+
+Every estimator saves and loads itself without pickle, in the fit file's form
+(:mod:`efvi.models._estimator_file`): ``estimator.save(path)`` and
+``EstimatorClass.load(path)``.
 """
 
 import numpy as np
 
 from ._labels import binary_labels
+from .sites import check_weights
 
 try:
-    from sklearn.base import BaseEstimator, ClassifierMixin, DensityMixin, RegressorMixin
+    from sklearn.base import BaseEstimator as _SklearnBaseEstimator
+    from sklearn.base import ClassifierMixin, DensityMixin, RegressorMixin
     from sklearn.exceptions import NotFittedError
     from sklearn.utils.multiclass import check_classification_targets
     from sklearn.utils.validation import validate_data
@@ -26,7 +32,7 @@ try:
 except ImportError:                                           # pragma: no cover - exercised in a subprocess
     HAVE_SKLEARN = False
 
-    class BaseEstimator:
+    class _SklearnBaseEstimator:
         """Stand-in when scikit-learn is missing: constructing an estimator names the extra to install."""
 
         def __new__(cls, *args, **kwargs):
@@ -45,9 +51,91 @@ except ImportError:                                           # pragma: no cover
     class NotFittedError(ValueError, AttributeError):
         """Stand-in of scikit-learn's NotFittedError."""
 
+
+
+class BaseEstimator(_SklearnBaseEstimator):
+    """scikit-learn's ``BaseEstimator`` with saving and loading in efvi's file format (no pickle).
+
+    Subclasses with fitted state that is not plain arrays, numbers, labels, a
+    fit, a posterior of that fit or an efvi kernel override
+    :meth:`_fitted_state` and :meth:`_restore_fitted`; each checks its restored
+    state in :meth:`_check_fitted_state`.
+    """
+
+    def save(self, path):
+        """Write the estimator to ``path``: its parameters and, when fitted, its fitted state.
+
+        One ``.npz`` file of arrays plus JSON metadata, in the form of
+        :meth:`efvi.inference.FitResult.save` (no pickle), written to a
+        temporary file beside ``path`` and renamed over it when complete.
+        Read it back with ``type(self).load(path)``.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+
+        Raises
+        ------
+        ValueError
+            Naming the parameter or fitted attribute that a file cannot hold:
+            a kernel not built from :mod:`efvi.models.gp.kernels`, a ``Custom``
+            likelihood or another likelihood class of your own, or any other
+            object that is not numbers, strings, lists, tuples, dicts or arrays.
+        """
+        from ._estimator_file import save_estimator
+
+        save_estimator(self, path)
+
+    @classmethod
+    def load(cls, path):
+        """An estimator of this class read from a file of :meth:`save`, checked entry by entry.
+
+        Nothing in the file is executed; the loaded estimator predicts bit for
+        bit as the saved one did.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+
+        Returns
+        -------
+        estimator
+            Fitted if the saved one was.
+
+        Raises
+        ------
+        efvi.inference.FitFileError
+            If the file cannot be read, holds another estimator class, or any
+            entry is missing, malformed, not finite or of the wrong shape; the
+            message names the file and the entry.
+        """
+        from ._estimator_file import load_estimator
+
+        return load_estimator(cls, path)
+
+    def _fitted_state(self):
+        """The fitted attributes to save (names ending in ``_``), by name."""
+        return {name: value for name, value in vars(self).items() if name.endswith("_") and not name.startswith("_")}
+
+    def _restore_fitted(self, state):
+        """Set the fitted attributes read from a file (the inverse of :meth:`_fitted_state`)."""
+        for name, value in state.items():
+            setattr(self, name, value)
+
+    def _check_fitted_state(self):
+        """Raise a ValueError if restored attributes do not fit together (subclasses add their own checks)."""
+        from ._estimator_file import expect_array
+
+        if isinstance(self.n_features_in_, bool) or not isinstance(self.n_features_in_, int) \
+                or self.n_features_in_ < 1:
+            raise ValueError(f"n_features_in_ must be a positive integer; got {self.n_features_in_!r}")
+        if hasattr(self, "feature_names_in_"):
+            expect_array(self, "feature_names_in_", (self.n_features_in_,), kind="OU")
+
+
 __all__ = ["BaseEstimator", "ClassifierMixin", "RegressorMixin", "DensityMixin", "NotFittedError",
-           "check_X", "check_X_y", "check_labels", "binary_targets", "check_fitted", "fit_options",
-           "set_fit_results"]
+           "check_X", "check_X_y", "check_labels", "binary_targets", "check_fitted", "check_sample_weight",
+           "fit_options", "set_fit_results"]
 
 
 def check_X_y(estimator, X, y, reset=True, y_numeric=True):
@@ -72,6 +160,23 @@ def check_X_y(estimator, X, y, reset=True, y_numeric=True):
 def check_X(estimator, X, reset=False):
     """Validate inputs after ``fit`` (same number of features, same column names); returns float64 (M, D)."""
     return validate_data(estimator, X, reset=reset, dtype=np.float64, ensure_min_features=1)
+
+
+def check_sample_weight(sample_weight, n_samples):
+    """None, or ``sample_weight`` as a float64 vector of ``n_samples`` finite weights ``>= 0``.
+
+    Raises
+    ------
+    ValueError
+        Naming ``sample_weight``: another length, NaN or inf, a negative weight, non-numbers, or
+        weights that are all zero (no data).
+    """
+    if sample_weight is None:
+        return None
+    weights = check_weights(sample_weight, n_samples, "sample_weight")
+    if not weights.any():
+        raise ValueError(f"sample_weight must not be all zero (that leaves no data); got {n_samples} zero weights")
+    return weights
 
 
 def check_labels(y):

@@ -22,6 +22,12 @@ a Gamma block (``likelihoods.Gaussian(precision="tau")``) is conjugate in both
 blocks, the precision's site of point ``i`` being ``(1/2, -E[(y_i - a_i)^2] / 2)``
 and the latent's site using ``E[tau]`` (``Likelihood.site_expectations``).
 Missing observations (NaN in ``y``) keep empty sites.
+
+Weights ``w_i >= 0`` (``weights=``) multiply the log-likelihood of each point,
+``w_i log p(y_i | a_i)``: the expectations and their derivatives scale by
+``w_i``, and so do the site targets ``(gamma_i, pi_i)`` (and a latent
+parameter block's sites).  An integer weight is the same as repeating the
+point, a zero weight the same as dropping it.
 """
 
 import numba
@@ -57,9 +63,11 @@ class GaussianSiteFactor(Factor):
     projection : object, optional
         How point ``i`` sees the block (default: :class:`efvi.models.projection.PointValues`,
         the block's ``i``-th value).
+    weights : array_like, shape (N,), optional
+        Non-negative finite weight of each point's log-likelihood (default: all 1).
     """
 
-    def __init__(self, likelihood, y, on, projection=None):
+    def __init__(self, likelihood, y, on, projection=None, weights=None):
         if not isinstance(likelihood, Likelihood):
             raise ValueError(
                 f"likelihood must be a efvi.models.likelihoods.Likelihood; got {type(likelihood).__name__}"
@@ -69,6 +77,7 @@ class GaussianSiteFactor(Factor):
         self.n_data = self.y.shape[0]
         self.observed = ~np.isnan(self.y)
         self.all_observed = bool(self.observed.all())
+        self.weights = None if weights is None else check_weights(weights, self.n_data)
         self.projection = PointValues() if projection is None else projection
         self.roles = {"on": on}
         for role, (block, _) in likelihood.latent_parameters.items():
@@ -125,6 +134,8 @@ class GaussianSiteFactor(Factor):
             return None
         guess = np.where(np.isnan(guess), 0.0, guess)   # missing points get zero sites anyway
         _, g_m, g_v = self.likelihood._variational_expectations(guess, np.zeros(self.n_data), self.y)
+        if self.weights is not None:
+            g_m, g_v = g_m * self.weights, g_v * self.weights
         natural_mean, precision = _site_targets(guess, g_m, g_v)
         sites = self._view.informed(blocks[self.roles["on"]], natural_mean, precision, g_m)
         return None if sites is None else {self.roles["on"]: sites}
@@ -149,9 +160,13 @@ class GaussianSiteFactor(Factor):
         y = self.y if index is None else self.y[index]
         lik = self.likelihood if index is None else self.likelihood.subset(index)
         expected, g_m, g_v, targets = lik.site_expectations(q, mean, var, y, COARSE_POINTS if coarse else None)
+        if self.weights is not None:
+            expected, g_m, g_v, targets = _weighted(self.weights if index is None else self.weights[index],
+                                                    expected, g_m, g_v, targets)
+        expected = float(np.sum(expected))      # summed first: one (N,) array fewer while the targets are made
         natural_mean, precision = _site_targets(mean, g_m, g_v)
         targets[self.roles["on"]] = self._view.targets(q_block, natural_mean, precision, g_m, index)
-        return FactorEval(float(np.sum(expected)), targets)
+        return FactorEval(expected, targets)
 
     def message(self, block_name, sites, index=None):
         if block_name != self.roles["on"]:        # a latent parameter block: the sum of its conjugate sites
@@ -160,6 +175,34 @@ class GaussianSiteFactor(Factor):
 
     def site_view(self, sites):
         return GaussianSiteView(sites, self.roles["on"])
+
+
+def check_weights(weights, n_data, name="weights"):
+    """Per-point weights as a float64 vector of length ``n_data``, each finite and ``>= 0``.
+
+    Raises
+    ------
+    ValueError
+        Naming ``name``, what was expected and what was received.
+    """
+    values = np.asarray(weights)
+    if values.dtype.kind not in "biuf":
+        raise ValueError(f"{name} must be real numbers, one per data point; got dtype {values.dtype}")
+    if values.shape != (n_data,):
+        raise ValueError(f"{name} must have shape ({n_data},), one per data point; got shape {values.shape}")
+    values = values.astype(np.float64)
+    bad = ~np.isfinite(values) | (values < 0)
+    if bad.any():
+        index = int(np.argmax(bad))
+        raise ValueError(f"{name} must be finite and >= 0; got {values[index].item()!r} at index {index}")
+    return np.ascontiguousarray(values)
+
+
+def _weighted(weights, expected, d_mean, d_var, targets):
+    """The expectations, derivatives and latent parameter blocks' sites of ``w_i log p(y_i | a_i)``."""
+    scaled = {name: tuple(part * weights.reshape((-1,) + (1,) * (np.ndim(part) - 1)) for part in parts)
+              for name, parts in targets.items()}
+    return expected * weights, d_mean * weights, d_var * weights, scaled
 
 
 def site_kl(natural_mean, precision, mean, var, log_normaliser):
@@ -227,4 +270,4 @@ def _expected_log_sites(natural_mean, precision, mean, var):
     return total
 
 
-__all__ = ["GaussianSiteFactor", "site_divergence", "site_kl"]
+__all__ = ["GaussianSiteFactor", "check_weights", "site_divergence", "site_kl"]

@@ -23,6 +23,7 @@ import numpy as np
 from ...expfam import Gaussian
 from ...expfam.checks import as_float
 from ...inference import Block
+from ...inference.result import register_rebuilder
 from ..gp.solver import site_posterior
 from ..sites import site_divergence
 
@@ -141,5 +142,26 @@ class DualPosterior:
         prior_var = np.einsum("md,dm->m", X_new, cov_new)
         return X_new @ self.mean, np.maximum(prior_var - self._solved.predictive_var_reduction(cross), 0.0)
 
+    def predictive_state(self):
+        """What a fit file keeps so that a loaded fit predicts: ``("glm_dual", {}, arrays)``.
+
+        The rows ``X``, the prior's natural parameters and the summed sites;
+        :func:`_rebuild_dual` solves again from them, exactly.
+        """
+        block = self._block
+        natural_mean, precision = block.prior.natural
+        return "glm_dual", {}, {"X": block.X, "prior_natural_mean": natural_mean, "prior_precision_half": precision,
+                                "natural_mean": self.points.natural_mean, "precision": self.points.precision}
+
     def __repr__(self):
         return f"DualPosterior(D={self.mean.shape[0]}, N={self.points.mean.shape[0]})"
+
+
+def _rebuild_dual(spec, array, name):
+    if spec != {}:
+        raise ValueError(f"the dual route's spec must be empty; got {spec!r}"[:300])
+    prior = Gaussian.from_natural((array("prior_natural_mean"), array("prior_precision_half")))
+    return DualWeights(name, prior, array("X")).posterior((array("natural_mean"), array("precision")))
+
+
+register_rebuilder("glm_dual", _rebuild_dual)

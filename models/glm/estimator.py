@@ -4,22 +4,22 @@
 runs CVI and sets trailing-underscore results; ``predict`` uses the posterior
 predictive of the likelihood.
 
-``fit`` takes no ``sample_weight``: the :class:`~efvi.models.glm.GLM` factor
-has one site per row with the likelihood's exact expectations and no per-row
-weight, so a weight could only be faked through per-point likelihood
-parameters that exist for some likelihoods (a Gaussian's variance) and not
-others (Bernoulli).  An integer weight is the same as repeating the row.
+``fit(X, y, sample_weight)`` weights each row's log-likelihood,
+``w_i log p(y_i | x_i^T w)`` (the GLM factor's ``weights``): its site is
+``w_i`` times the unweighted one, so an integer weight is the same as
+repeating the row and a zero weight the same as dropping it.
 """
 
 import numpy as np
 
 from ...expfam import DiagonalGaussian, Gaussian
 from ...expfam.checks import check_positive
-from ...inference import Model
+from ...inference import Marginals, Model
 
 from .. import likelihoods
 from .._estimator import (BaseEstimator, ClassifierMixin, RegressorMixin, binary_targets, check_fitted, check_X,
-                          check_X_y, fit_options, set_fit_results)
+                          check_X_y, check_sample_weight, fit_options, set_fit_results)
+from .._estimator_file import expect_array, expect_number
 from .factor import GLM
 from .predict import predict_latent
 
@@ -48,22 +48,24 @@ class _GLMEstimator(BaseEstimator):
             raise ValueError(f"fit_intercept must be True or False; got {self.fit_intercept!r}")
         return np.hstack([np.ones((X.shape[0], 1)), X]) if self.fit_intercept else X
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit the posterior of the weights.
 
         Parameters
         ----------
         X : array_like or DataFrame, shape (N, D)
         y : array_like, shape (N,)
+        sample_weight : array_like, shape (N,), optional
+            Non-negative weight of each row's log-likelihood (default: all 1).
 
         Returns
         -------
         self
         """
         X, y = check_X_y(self, X, y)
-        return self._fit(X, y)
+        return self._fit(X, y, check_sample_weight(sample_weight, X.shape[0]))
 
-    def _fit(self, X, y):
+    def _fit(self, X, y, sample_weight):
         if self.covariance not in ("full", "diag"):
             raise ValueError(f"covariance must be 'full' or 'diag'; got {self.covariance!r}")
         design = self._design(X)
@@ -73,7 +75,7 @@ class _GLMEstimator(BaseEstimator):
             prior = Gaussian.from_mean_cov(np.zeros(dim), var * np.eye(dim))
         else:
             prior = DiagonalGaussian.from_mean_var(np.zeros(dim), np.full(dim, var))
-        model = Model(latents={"w": prior}, factors=[GLM(self._likelihood(), design, y, on="w")])
+        model = Model(latents={"w": prior}, factors=[GLM(self._likelihood(), design, y, on="w", weights=sample_weight)])
         fit = model.fit(step=self.step, batch_size=self.batch_size, seed=self.seed, **fit_options(self))
         q = set_fit_results(self, fit, "w").posterior_
         mean = np.asarray(q.mean)
@@ -81,6 +83,16 @@ class _GLMEstimator(BaseEstimator):
         self.coef_ = mean[1:] if self.fit_intercept else mean
         self.coef_cov_ = np.asarray(q.cov) if self.covariance == "full" else np.diag(q.var)
         return self
+
+    def _check_fitted_state(self):
+        super()._check_fitted_state()
+        dim = self.n_features_in_ + int(bool(self.fit_intercept))
+        if isinstance(self.posterior_, Marginals) or np.shape(getattr(self.posterior_, "mean", None)) != (dim,):
+            raise ValueError(f"posterior_ must be a weight posterior of dimension {dim} that predicts; got "
+                             f"{self.posterior_!r}")
+        expect_array(self, "coef_", (self.n_features_in_,))
+        expect_array(self, "coef_cov_", (dim, dim))
+        expect_number(self, "intercept_")
 
     def predict_latent(self, X):
         """Posterior mean and variance of ``a = x^T w`` at new inputs, each shape (M,)."""
@@ -197,11 +209,18 @@ class BayesianLogisticRegression(ClassifierMixin, _GLMEstimator):
     def _likelihood(self):
         return likelihoods.BernoulliLogit(n_points=self.n_points)
 
-    def fit(self, X, y):
-        """Fit on two-class labels ``y`` of any type (``classes_`` holds them, sorted); returns ``self``."""
+    def _check_fitted_state(self):
+        super()._check_fitted_state()
+        expect_array(self, "classes_", (2,), kind="OUbiuf")
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit on two-class labels ``y`` of any type (``classes_`` holds them, sorted); returns ``self``.
+
+        ``sample_weight`` (N,), optional, weights each row's log-likelihood (default: all 1).
+        """
         X, y = check_X_y(self, X, y, y_numeric=False)
         self.classes_, coded = binary_targets(y)
-        return self._fit(X, coded)
+        return self._fit(X, coded, check_sample_weight(sample_weight, X.shape[0]))
 
     def predict_proba(self, X):
         """Posterior predictive class probabilities, shape (M, 2), columns in the order of ``classes_``."""

@@ -27,14 +27,18 @@ class GLM(GaussianSiteFactor):
         Responses; NaN marks a missing one.
     on : str
         Name of the Gaussian or DiagonalGaussian block of weights, dimension D.
+    weights : array_like, shape (N,), optional
+        Non-negative weight of each row's log-likelihood, ``w_i log p(y_i | a_i)``
+        (scikit-learn's ``sample_weight``): an integer weight equals repeating
+        the row, a zero weight dropping it.  Default: all 1.
     """
 
-    def __init__(self, likelihood, X, y, on="w"):
+    def __init__(self, likelihood, X, y, on="w", weights=None):
         self.X = np.ascontiguousarray(as_float(X, "X", ndim_min=2))
         if self.X.ndim != 2:
             raise ValueError(f"X must have shape (N, D); got {self.X.shape}")
         if self.X.shape[1] == 0:
             raise ValueError(f"X must have at least one column (D >= 1, one per weight); got shape {self.X.shape}")
-        super().__init__(likelihood, y, on, projection=Rows(self.X))
+        super().__init__(likelihood, y, on, projection=Rows(self.X), weights=weights)
         if self.y.shape[0] != self.X.shape[0]:
             raise ValueError(f"y must have one entry per row of X ({self.X.shape[0]}); got {self.y.shape[0]}")

@@ -31,6 +31,7 @@ from ...inference import Model
 from .. import likelihoods
 from .._estimator import (BaseEstimator, ClassifierMixin, RegressorMixin, binary_targets, check_fitted, check_X,
                           check_X_y, fit_options, set_fit_results)
+from .._estimator_file import expect_array, expect_number
 from ..observe import Observe
 from .kernels import Kernel, Matern32, Sum, White
 from .prior import GP
@@ -68,6 +69,14 @@ class _GPEstimator(BaseEstimator):
         """Posterior mean and variance of ``f`` at new inputs, each shape (M,)."""
         check_fitted(self, "posterior_")
         return self.posterior_.predict(check_X(self, X))
+
+    def _check_fitted_state(self):
+        super()._check_fitted_state()
+        if getattr(self.posterior_, "n_features", None) != self.n_features_in_:
+            raise ValueError(f"posterior_ must be a GP posterior on {self.n_features_in_} input columns that "
+                             f"predicts; got {self.posterior_!r}")
+        if not isinstance(self.kernel_, Kernel):
+            raise ValueError(f"kernel_ must be a kernel; got {self.kernel_!r}")
 
 
 class GPRegressor(RegressorMixin, _GPEstimator):
@@ -147,6 +156,12 @@ class GPRegressor(RegressorMixin, _GPEstimator):
         self.noise_variance_ = self.white_variance_ + jitter
         return self
 
+    def _check_fitted_state(self):
+        super()._check_fitted_state()
+        expect_number(self, "noise_variance_", positive=True)
+        if self._learns_noise():
+            expect_number(self, "white_variance_", positive=True)
+
     def predict_latent(self, X):
         """Posterior mean and variance of the noise-free function at new inputs, each shape (M,)."""
         mean, var = super().predict_latent(X)
@@ -204,6 +219,10 @@ class GPClassifier(ClassifierMixin, _GPEstimator):
         X, y = check_X_y(self, X, y, y_numeric=False)
         self.classes_, coded = binary_targets(y)
         return self._fit(X, coded, self._kernel(), self._likelihood())
+
+    def _check_fitted_state(self):
+        super()._check_fitted_state()
+        expect_array(self, "classes_", (2,), kind="OUbiuf")
 
     def predict_proba(self, X):
         """Predictive class probabilities, shape (M, 2), columns in the order of ``classes_``."""

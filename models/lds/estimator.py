@@ -21,6 +21,7 @@ from ...inference import Model
 from .. import likelihoods
 from .._estimator import (BaseEstimator, RegressorMixin, check_fitted, check_X, check_X_y, fit_options,
                           set_fit_results)
+from .._estimator_file import expect_number
 from ..gp.kernels import Kernel, Matern32
 from ..observe import Observe
 from .prior import MarkovGP
@@ -109,6 +110,15 @@ class MarkovGPRegressor(RegressorMixin, BaseEstimator):
         self.kernel_ = fit.priors["f"].kernel if "f" in fit.priors else kernel
         return set_fit_results(self, fit, "f")
 
+    def _check_fitted_state(self):
+        super()._check_fitted_state()
+        if self.n_features_in_ != 1 or not callable(getattr(self.posterior_, "predict", None)):
+            raise ValueError(f"a fitted MarkovGPRegressor has one input column and a posterior that predicts; got "
+                             f"n_features_in_={self.n_features_in_!r} and {self.posterior_!r}")
+        expect_number(self, "offset_")
+        if not isinstance(self.kernel_, Kernel):
+            raise ValueError(f"kernel_ must be a kernel; got {self.kernel_!r}")
+
     def predict_latent(self, X):
         """Posterior mean and variance of ``f`` at new times ``X`` (M, 1), each shape (M,)."""
         check_fitted(self, "posterior_")
@@ -121,3 +131,6 @@ class MarkovGPRegressor(RegressorMixin, BaseEstimator):
         if self.likelihood == "gaussian":
             mean_y = mean_y + self.offset_
         return (mean_y, np.sqrt(var_y)) if return_std else mean_y
+
+
+__all__ = ["MarkovGPRegressor", "LIKELIHOODS"]

@@ -28,11 +28,12 @@ from .gamma import Gamma
 from .gaussian import Gaussian, gaussian_expectations, gaussian_precision_site
 from .negative_binomial import NegativeBinomial
 from .poisson import Poisson
+from .spec import from_spec
 from .student_t import StudentT
 
 __all__ = [
     "Likelihood", "DEFAULT_N_POINTS", "gauss_hermite", "LINKS",
     "Gaussian", "gaussian_expectations", "gaussian_precision_site",
     "Bernoulli", "Binomial", "Poisson", "NegativeBinomial", "Gamma", "Exponential", "StudentT", "Custom",
-    "BernoulliLogit", "BernoulliProbit", "BinomialLogit", "GammaLogLink",
+    "BernoulliLogit", "BernoulliProbit", "BinomialLogit", "GammaLogLink", "from_spec",
 ]

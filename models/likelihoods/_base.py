@@ -447,6 +447,100 @@ class Likelihood:
             np.log(weights),
         )
 
+    # --- saving ------------------------------------------------------------------
+
+    def spec(self):
+        """This likelihood as JSON, ``{"class": name, "arguments": {...}}``, which :func:`.from_spec` rebuilds.
+
+        Returns
+        -------
+        dict
+            The class name and the constructor's arguments (numbers, strings,
+            lists of numbers for per-point parameters).
+
+        Raises
+        ------
+        ValueError
+            For a likelihood that is not one of efvi's own classes (a
+            :class:`Custom` log density, a subclass of your own): rebuilding it
+            would mean running code named by a file.
+        """
+        from .spec import spec_of
+
+        arguments = self._spec_arguments()
+        if self.n_points != DEFAULT_N_POINTS:
+            arguments["n_points"] = self.n_points
+        return spec_of(self, arguments)
+
+    def _spec_arguments(self):
+        """The constructor's keyword arguments (by convention ``_repr_fields``; see :meth:`with_per_point`)."""
+        return {name: getattr(self, name) for name in self._repr_fields}
+
+    # --- draws of y -------------------------------------------------------------
+
+    def conditional_moments(self, latent):
+        """``E[y | a]`` and ``Var[y | a]`` at given latent values, elementwise (no integration over ``a``).
+
+        Parameters
+        ----------
+        latent : array_like, shape (..., N)
+            Latent values ``a`` (finite); a per-point parameter of shape (N,)
+            runs along the last axis.
+
+        Returns
+        -------
+        mean, var : ndarray, the shape of ``latent``
+        """
+        latent = as_float(latent, "latent")
+        shape = latent.shape
+        mean, var = _kernels._conditional_moments(self._moments, _flat_copy(latent, shape),
+                                                  self._per_point_along(shape), self._params())
+        return mean.reshape(shape), var.reshape(shape)
+
+    def _per_point_along(self, shape, name="latent"):
+        """The per-point parameter broadcast over ``shape`` along its last axis and flattened (shape (1,) if shared)."""
+        per_point = self._per_point()
+        if per_point.shape[0] == 1:
+            return per_point
+        if not shape or shape[-1] != per_point.shape[0]:
+            raise ValueError(f"{name} must have {per_point.shape[0]} entries along its last axis, one per value of "
+                             f"{self.per_point_name}; got shape {shape}")
+        return _flat_copy(per_point, shape)
+
+    def sample(self, latent, rng=None):
+        """Draws of ``y`` given latent values: one independent draw of ``y | a`` per entry of ``latent``.
+
+        With posterior draws of the latent as ``latent`` these are
+        posterior-predictive draws (what :meth:`efvi.inference.Prediction.sample`
+        does).
+
+        Parameters
+        ----------
+        latent : array_like, shape (..., N)
+            Latent values ``a`` (finite), e.g. posterior draws of shape
+            (n_draws, N); a per-point parameter of shape (N,) (exposures,
+            trial counts) runs along the last axis.
+        rng : numpy.random.Generator, int or None
+            The random source; an int or None seeds a new generator.
+
+        Returns
+        -------
+        ndarray, the shape of ``latent``, float64
+
+        Raises
+        ------
+        NotImplementedError
+            For a likelihood that cannot draw (a :class:`Custom` log density).
+        ValueError
+            For non-finite latent values, or a per-point parameter that does not
+            match the last axis of ``latent``.
+        """
+        return np.asarray(self._draw(latent, np.random.default_rng(rng)), dtype=float)
+
+    def _draw(self, latent, rng):
+        """Draws of ``y | a`` of the shape of ``latent``; a subclass that can sample overrides this."""
+        raise NotImplementedError(f"{type(self).__name__} cannot draw y given the latent (no sampler)")
+
     def __repr__(self):
         fields = [f"{name}={getattr(self, name)!r}" for name in self._repr_fields if getattr(self, name) is not None]
         if self.n_points != DEFAULT_N_POINTS:

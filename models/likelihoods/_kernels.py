@@ -360,6 +360,17 @@ def _base_terms_body(log_base, y, per_point, params):
     return out
 
 
+def _conditional_moments_body(moments, latent, per_point, params):
+    """E[y_i | a_i] and Var[y_i | a_i] at given latent values (no integration): the samplers' parameters."""
+    n = latent.shape[0]
+    shared = per_point.shape[0] == 1
+    out_mean = np.empty(n)
+    out_var = np.empty(n)
+    for i in range(n):
+        out_mean[i], out_var[i] = moments(latent[i], per_point[0] if shared else per_point[i], params)
+    return out_mean, out_var
+
+
 _LAZY = {
     "_gh_expectations": (_VEC3(LOG_LIK, LOG_BASE, _VEC, _VEC, _VEC, _VEC, _VEC, _MAT, _MAT, _IVEC, _VEC, _F8),
                          _first_class_expectations, ()),
@@ -369,6 +380,7 @@ _LAZY = {
     "_gh_predictive_moments": (_VEC2(MOMENTS, _VEC, _VEC, _VEC, _VEC, _VEC, _VEC), _gh_predictive_moments_body, ()),
     "_pointwise": (_VEC3(LOG_LIK, LOG_BASE, _VEC, _VEC, _VEC, _VEC), _pointwise_body, ()),
     "_base_terms": (_VEC(LOG_BASE, _VEC, _VEC, _VEC), _base_terms_body, ()),
+    "_conditional_moments": (_VEC2(MOMENTS, _VEC, _VEC, _VEC), _conditional_moments_body, ()),
 }
 """The kernels that take a likelihood's scalar functions as first-class values: name -> (signature,
 Python body, kernels the body calls by name).  With explicit signatures numba would compile (or load)

@@ -76,6 +76,11 @@ class Bernoulli(LinkedLikelihood):
     def _outside_support(self, y, per_point):
         return (y != 0) & (y != 1)
 
+    def _draw(self, latent, rng):
+        """1 with probability ``h(a)``, else 0."""
+        probability, _ = self.conditional_moments(latent)
+        return (rng.uniform(size=probability.shape) < probability).astype(float)
+
     def _wide_rule(self):
         return wide_rule if self.link == "logit" else super()._wide_rule()
 

@@ -93,3 +93,9 @@ class Binomial(LinkedLikelihood):
 
     def _outside_support(self, y, per_point):
         return (y < 0) | (y > per_point) | ~is_integer(y)
+
+    def _draw(self, latent, rng):
+        """``Binomial(n_trials, h(a))``; the mean is ``n_trials h(a)``."""
+        mean, _ = self.conditional_moments(latent)
+        trials = self._per_point_along(mean.shape).reshape(mean.shape if self._trials.shape[0] > 1 else ())
+        return rng.binomial(trials.astype(np.int64), np.clip(mean / trials, 0.0, 1.0))

@@ -97,6 +97,11 @@ class Gamma(LinkedLikelihood):
     def _outside_support(self, y, per_point):
         return ~(y > 0)
 
+    def _draw(self, latent, rng):
+        """``Gamma(shape, scale = h(a) / shape)``: mean ``h(a)``."""
+        mean, _ = self.conditional_moments(latent)
+        return rng.gamma(self.shape, mean / self.shape)
+
     def _variational_expectations(self, mean, var, y, n_points=None):
         if self._link is not LINKS["log"]:
             return self._quadrature_expectations(mean, var, y, n_points)

@@ -201,6 +201,18 @@ class Gaussian(Likelihood):
         self._params()
         return mean.copy(), var + self.variance
 
+    def _spec_arguments(self):
+        return {"variance": self.variance} if self.precision_block is None else {"precision": self.precision_block}
+
+    def _draw(self, latent, rng):
+        """``a + sqrt(variance) z`` with ``z`` standard normal."""
+        if self.variance is None:
+            raise ValueError(f"this Gaussian likelihood's precision is the latent block {self.precision_block!r}; "
+                             "draws of y need a fixed variance: pass Gaussian(variance=...), e.g. the inverse of "
+                             "the precision's posterior mean")
+        mean, var = self.conditional_moments(latent)
+        return mean + np.sqrt(var) * rng.standard_normal(mean.shape)
+
     def _predict_log_density(self, mean, var, y, n_points=None):
         self._params()
         total = var + self.variance

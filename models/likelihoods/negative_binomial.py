@@ -94,3 +94,8 @@ class NegativeBinomial(LinkedLikelihood):
 
     def _outside_support(self, y, per_point):
         return (y < 0) | ~is_integer(y)
+
+    def _draw(self, latent, rng):
+        """numpy's ``negative_binomial(total_count, p)`` with ``p = r / (r + h(a))``: mean ``h(a)``."""
+        mean, _ = self.conditional_moments(latent)
+        return rng.negative_binomial(self.total_count, 1.0 / (1.0 + mean / self.total_count))

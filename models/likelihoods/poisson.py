@@ -102,6 +102,11 @@ class Poisson(LinkedLikelihood):
     def _outside_support(self, y, per_point):
         return (y < 0) | ~is_integer(y)
 
+    def _draw(self, latent, rng):
+        """``Poisson(exposure h(a))``."""
+        rate, _ = self.conditional_moments(latent)
+        return rng.poisson(rate)
+
     def _variational_expectations(self, mean, var, y, n_points=None):
         if self._link is not LINKS["log"]:
             return self._quadrature_expectations(mean, var, y, n_points)

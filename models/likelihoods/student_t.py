@@ -19,7 +19,7 @@ import math
 import numba
 import numpy as np
 
-from ...expfam.checks import check_positive
+from ...expfam.checks import as_float, check_positive
 from .._numba import NUMBA_OPTIONS
 
 from ._base import Likelihood
@@ -104,3 +104,8 @@ class StudentT(Likelihood):
 
     def _params(self):
         return self._param_vector
+
+    def _draw(self, latent, rng):
+        """``a + scale * t_df`` (the latent itself: the conditional mean is undefined for ``df <= 1``)."""
+        latent = as_float(latent, "latent")
+        return latent + self.scale * rng.standard_t(self.df, size=latent.shape)

@@ -28,6 +28,7 @@ from ...expfam.checks import check_integer, check_positive
 from ...inference import CategoricalDirichlet, GaussianMixture, Model
 
 from .._estimator import BaseEstimator, DensityMixin, check_fitted, check_X, fit_options
+from .._estimator_file import expect_array
 
 _LOG_2PI = np.log(2.0 * np.pi)
 
@@ -176,6 +177,16 @@ class BayesianGaussianMixture(DensityMixin, BaseEstimator):
         self.scale_ = np.asarray(components.scale, dtype=float)
         self.precisions_ = np.asarray(components.expected_precision, dtype=float)
         self.covariances_ = np.linalg.inv(self.precisions_)
+
+    def _check_fitted_state(self):
+        super()._check_fitted_state()
+        k, dim = self.n_components, self.n_features_in_
+        for name in ("weights_", "weight_concentration_", "mean_precision_", "degrees_of_freedom_"):
+            expect_array(self, name, (k,))
+        expect_array(self, "means_", (k, dim))
+        for name in ("precisions_", "covariances_", "scale_"):
+            expect_array(self, name, (k, dim, dim))
+        expect_array(self, "lower_bounds_", (None,))
 
     def _components(self):
         check_fitted(self, "weights_")

@@ -18,6 +18,7 @@ from ...inference import ngvi
 from .. import likelihoods
 from .._estimator import (BaseEstimator, ClassifierMixin, RegressorMixin, check_labels, check_fitted,
                           check_X, check_X_y)
+from .._estimator_file import expect_array
 from ._outputs import Softmax
 from .mlp import MLP
 
@@ -59,12 +60,12 @@ class _BayesianMLP(BaseEstimator):
         hidden = (hidden,) if isinstance(hidden, (int, np.integer)) else tuple(hidden)
         return [n_features, *hidden, n_outputs]
 
-    def _train(self, X, y, likelihood, n_outputs):
+    def _build(self, n_features, n_data):
+        """A new network for ``n_features`` inputs (``network_``) and its optimiser (``optimizer_``) for ``n_data`` points."""
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"optimizer must be one of {', '.join(map(repr, OPTIMIZERS))}; got {self.optimizer!r}")
-        epochs = check_integer(self.epochs, "epochs", minimum=1)
-        batch_size = min(check_integer(self.batch_size, "batch_size", minimum=1), X.shape[0])
-        self.network_ = MLP(self._layer_sizes(X.shape[1], n_outputs), self.activation, likelihood=likelihood)
+        likelihood, n_outputs = self._output()
+        self.network_ = MLP(self._layer_sizes(n_features, n_outputs), self.activation, likelihood=likelihood)
         options = dict(self.optimizer_options or {})
         options.setdefault("prior_precision", float(check_positive(self.prior_precision, "prior_precision")))
         if self.lr is not None:
@@ -72,7 +73,12 @@ class _BayesianMLP(BaseEstimator):
         options.update({k: v for k, v in self._default_options().items() if k not in options})
         if self.optimizer not in ("adam", "rmsprop"):
             options.setdefault("mc_samples", self.mc_samples)
-        self.optimizer_ = OPTIMIZERS[self.optimizer](self.network_, X.shape[0], seed=self.seed, **options)
+        self.optimizer_ = OPTIMIZERS[self.optimizer](self.network_, n_data, seed=self.seed, **options)
+
+    def _train(self, X, y):
+        epochs = check_integer(self.epochs, "epochs", minimum=1)
+        batch_size = min(check_integer(self.batch_size, "batch_size", minimum=1), X.shape[0])
+        self._build(X.shape[1], X.shape[0])
         rng = np.random.default_rng(self.seed)
         losses = []
         epochs_iter = range(epochs)
@@ -96,6 +102,41 @@ class _BayesianMLP(BaseEstimator):
     def _default_options(self):
         """Optimiser arguments the estimator sets unless given (none by default)."""
         return {}
+
+    def _output(self):
+        """The network's output likelihood and number of outputs (after ``fit`` has seen the targets)."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ saving
+    def _fitted_state(self):
+        """The fitted attributes, with the optimiser's state (every attribute but its network) for the
+        network and the optimiser, which :meth:`_restore_fitted` builds again."""
+        state = super()._fitted_state()
+        if "optimizer_" in state:
+            del state["network_"]
+            state["optimizer_"] = {name: value for name, value in vars(state["optimizer_"]).items() if name != "model"}
+        return state
+
+    def _restore_fitted(self, state):
+        saved = state.pop("optimizer_")
+        super()._restore_fitted(state)
+        if not isinstance(saved, dict) or not isinstance(saved.get("n_data"), int):
+            raise ValueError("optimizer_ must be the optimiser's attributes, n_data among them")
+        self._build(self.n_features_in_, saved["n_data"])
+        fresh = vars(self.optimizer_)
+        for name, value in saved.items():
+            if name not in fresh or not _same_kind(fresh[name], value):
+                expected = "no such attribute" if name not in fresh else f"like {_describe(fresh[name])}"
+                raise ValueError(f"optimizer_.{name} does not suit a {type(self.optimizer_).__name__} of this "
+                                 f"network ({expected}); got {_describe(value)}")
+            setattr(self.optimizer_, name, value)
+        missing = sorted(set(fresh) - set(saved) - {"model"})
+        if missing:
+            raise ValueError(f"optimizer_ lacks the attributes {missing}")
+
+    def _check_fitted_state(self):
+        super()._check_fitted_state()
+        expect_array(self, "loss_curve_", (None,))
 
     def _predictive(self, X):
         check_fitted(self, "optimizer_")
@@ -152,9 +193,11 @@ class BayesianMLPClassifier(ClassifierMixin, _BayesianMLP):
         self.classes_, codes = np.unique(y, return_inverse=True)
         if self.classes_.shape[0] < 2:
             raise ValueError(f"y must contain at least two classes; got only 1 class: {self.classes_.tolist()}")
-        if self.classes_.shape[0] == 2:
-            return self._train(X, codes.astype(float), likelihoods.Bernoulli(), 1)
-        return self._train(X, codes.astype(float), Softmax(), self.classes_.shape[0])
+        return self._train(X, codes.astype(float))
+
+    def _output(self):
+        n_classes = self.classes_.shape[0]
+        return (likelihoods.Bernoulli(), 1) if n_classes == 2 else (Softmax(), n_classes)
 
     def predict_proba(self, X):
         """Class probabilities averaged over ``n_samples`` posterior weight samples, shape (n, n_classes)."""
@@ -205,8 +248,10 @@ class BayesianMLPRegressor(RegressorMixin, _BayesianMLP):
         X, y = check_X_y(self, X, y)
         self.y_mean_ = float(np.mean(y))
         self.y_scale_ = float(np.std(y)) if np.std(y) > 0 else 1.0
-        likelihood = likelihoods.Gaussian(variance=float(check_positive(self.noise_variance, "noise_variance")))
-        return self._train(X, (y - self.y_mean_) / self.y_scale_, likelihood, 1)
+        return self._train(X, (y - self.y_mean_) / self.y_scale_)
+
+    def _output(self):
+        return likelihoods.Gaussian(variance=float(check_positive(self.noise_variance, "noise_variance"))), 1
 
     def _default_options(self):
         # IVON's first steps are gradient steps of size lr * (hess_init + delta) (its curvature adapts over
@@ -222,6 +267,19 @@ class BayesianMLPRegressor(RegressorMixin, _BayesianMLP):
         if return_std:
             return mean, np.sqrt(var) * self.y_scale_
         return mean
+
+
+def _same_kind(fresh, saved):
+    """Whether a saved optimiser attribute can replace a fresh one: arrays of one shape, or values of one type."""
+    if isinstance(fresh, np.ndarray):
+        return isinstance(saved, np.ndarray) and saved.shape == fresh.shape and saved.dtype.kind == fresh.dtype.kind
+    if isinstance(fresh, float):
+        return isinstance(saved, (int, float)) and not isinstance(saved, bool)
+    return type(saved) is type(fresh) and (not isinstance(fresh, tuple) or len(saved) == len(fresh))
+
+
+def _describe(value):
+    return f"an array of shape {value.shape}" if isinstance(value, np.ndarray) else f"a {type(value).__name__}"
 
 
 __all__ = ["BayesianMLPClassifier", "BayesianMLPRegressor", "OPTIMIZERS"]

@@ -177,11 +177,24 @@ def test_structured_posteriors_raise_a_named_error():
         assert info.value.block == "f" and "posterior process" in str(info.value)
 
 
+class _OwnRBF(gp.kernels.RBF):
+    """A kernel class outside efvi's own: a fit file keeps only the marginals of a GP block with it."""
+
+
 def test_a_structured_posterior_loaded_from_a_file_raises_a_named_error(tmp_path):
-    X = np.random.default_rng(0).normal(size=(4, 6))
-    fit = Model({"w": Gaussian.from_mean_cov(np.zeros(6), np.eye(6))},
-                [glm.GLM(likelihoods.Gaussian(variance=1.0), X, np.ones(4), on="w")]).fit()
+    X = np.random.default_rng(0).normal(size=(5, 2))
+    fit = Model({"f": gp.GP(_OwnRBF(), X)}, [Observe(likelihoods.Gaussian(variance=1.0), np.ones(5), on="f")]).fit()
     fit.save(tmp_path / "fit.npz")
     loaded = FitResult.load(tmp_path / "fit.npz")
     with pytest.raises(PriorNotSupportedError, match="loaded from a file"):
         loaded.as_prior()
+
+
+def test_a_loaded_dual_route_fit_continues_like_the_fit_in_memory(tmp_path):
+    X = np.random.default_rng(0).normal(size=(4, 6))
+    fit = Model({"w": Gaussian.from_mean_cov(np.zeros(6), np.eye(6))},
+                [glm.GLM(likelihoods.Gaussian(variance=1.0), X, np.ones(4), on="w")]).fit()
+    fit.save(tmp_path / "fit.npz")
+    prior, loaded = fit.as_prior()["w"], FitResult.load(tmp_path / "fit.npz").as_prior()["w"]
+    np.testing.assert_array_equal(loaded.mean, prior.mean)
+    np.testing.assert_array_equal(loaded.cov, prior.cov)

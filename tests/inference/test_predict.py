@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import scipy.special
 import scipy.stats
 
 from efvi import FitResult, Gamma, Gaussian, Model, Observe, glm, gp, lds, likelihoods
@@ -41,6 +42,16 @@ def glm_fit():
     y = X @ [0.5, -1.0, 0.7] + 0.5 * rng.normal(size=80)
     prior = Gaussian.from_mean_cov(np.zeros(3), 4.0 * np.eye(3))
     fit = Model({"w": prior}, [glm.GLM(likelihoods.Gaussian(variance=0.25), X, y, on="w")]).fit()
+    return fit, X
+
+
+@pytest.fixture(scope="module")
+def dual_fit():
+    """A GLM with fewer rows than weights: the dual route."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(6, 10))
+    prior = Gaussian.from_mean_cov(np.zeros(10), 2.0 * np.eye(10))
+    fit = Model({"w": prior}, [glm.GLM(likelihoods.BernoulliLogit(), X, (X[:, 0] > 0).astype(float), on="w")]).fit()
     return fit, X
 
 
@@ -160,6 +171,7 @@ def test_draws_are_reproducible_and_joint(markov_fit):
     ("gp_fit", np.random.default_rng(8).uniform(-3, 3, size=(6, 2))),
     ("markov_fit", np.array([-1.0, 3.3, 25.0])),
     ("glm_fit", np.random.default_rng(9).normal(size=(4, 3))),
+    ("dual_fit", np.random.default_rng(10).normal(size=(4, 10))),
     ("lds_fit", np.array([0, 39, 45])),
 ])
 def test_a_loaded_fit_predicts_exactly_like_the_fit_in_memory(which, inputs, request, tmp_path):
@@ -220,7 +232,100 @@ def test_blocks_that_do_not_predict_are_named():
 
 def test_a_continuous_likelihood_without_a_sampler_says_so(gp_fit):
     fit, _, X = gp_fit
-    observed = fit.predict(X[:3], likelihoods.Gamma(shape=2.0))
-    assert observed.kind == "other" and np.all(observed.mean > 0)
+    logistic = likelihoods.Custom(lambda y, f: -(y - f) - 2.0 * np.logaddexp(0.0, -(y - f)),
+                                  mean_var=lambda f: (f, np.full(np.shape(f), np.pi ** 2 / 3)))
+    observed = fit.predict(X[:3], logistic)
+    assert observed.kind == "other"
     with pytest.raises(NotImplementedError, match="sample"):
         observed.sample(2)
+
+
+def test_a_discrete_custom_likelihood_draws_by_inverting_its_cdf(markov_fit):
+    fit, _, _ = markov_fit
+    poisson = likelihoods.Custom(lambda y, f: y * f - np.exp(f) - scipy.special.gammaln(y + 1.0), "counts",
+                                 mean_var=lambda f: (np.exp(f), np.exp(f)))
+    observed = fit.predict(np.array([3.0, 12.0]), poisson)
+    assert observed.kind == "discrete"
+    draws = observed.sample(40_000, seed=4)
+    assert np.all(draws == np.round(draws))
+    error = draws.std(axis=0) / np.sqrt(draws.shape[0])
+    assert np.all(np.abs(draws.mean(axis=0) - observed.mean) <= 5.0 * error)
+
+
+# ---------------------------------------------------------------------- the factors' likelihoods (factor=)
+def test_a_fit_predicts_with_its_factors_likelihood(gp_fit, tmp_path):
+    fit, _, X = gp_fit
+    assert [type(lik) for lik in fit.likelihoods] == [likelihoods.Gaussian]
+    explicit = fit.predict(X[:4], likelihoods.Gaussian(variance=0.04))
+    for chosen in (fit.predict(X[:4]), fit.predict(X[:4], factor=0), fit.predict(X[:4], factor="Observe(on='f')"),
+                   fit.predict(X[:4], block="f", factor=0)):
+        np.testing.assert_array_equal(chosen.mean, explicit.mean)
+        np.testing.assert_array_equal(chosen.var, explicit.var)
+    fit.save(tmp_path / "fit.npz")
+    loaded = FitResult.load(tmp_path / "fit.npz")
+    assert repr(loaded.likelihoods[0]) == repr(fit.likelihoods[0])
+    np.testing.assert_array_equal(loaded.predict(X[:4]).var, explicit.var)
+    np.testing.assert_array_equal(loaded.predict(X[:4]).interval(0.9), explicit.interval(0.9))
+
+
+def test_factor_choices_that_cannot_predict_are_named(gp_fit, tmp_path):
+    fit, _, X = gp_fit
+    for factor in (1, -1, True, "GLM(on='w')", 0.0):
+        with pytest.raises(ValueError, match="factor must be a factor's position"):
+            fit.predict(X[:2], factor=factor)
+    with pytest.raises(ValueError, match="give likelihood or factor, not both"):
+        fit.predict(X[:2], likelihoods.Gaussian(), factor=0)
+    with pytest.raises(ValueError, match="observes block 'f', not block='g'"):
+        fit.predict(X[:2], block="g", factor=0)
+    y = np.arange(30.0) % 4
+    exposed = Model({"f": gp.GP(gp.kernels.RBF(), X)},
+                    [Observe(likelihoods.Poisson(exposure=1.0 + np.arange(30) % 3), y, on="f")]).fit()
+    with pytest.raises(ValueError, match=r"one exposure per training point.*with_per_point"):
+        exposed.predict(X[:2])
+    new = exposed.predict(X[:2], exposed.likelihoods[0].with_per_point([1.0, 2.0]))
+    assert new.mean[1] > new.mean[0] * 1.5
+    custom = likelihoods.Custom(lambda y, f: y * f - np.exp(f), "counts", mean_var=lambda f: (np.exp(f), np.exp(f)))
+    kept = Model({"f": gp.GP(gp.kernels.RBF(), X)}, [Observe(custom, y, on="f")]).fit()
+    assert kept.predict(X[:2]).mean.shape == (2,)              # in memory the Custom likelihood is there
+    kept.save(tmp_path / "custom.npz")
+    loaded = FitResult.load(tmp_path / "custom.npz")
+    assert loaded.likelihoods == [None]
+    with pytest.raises(ValueError, match="its likelihood, a Custom, is not in the file"):
+        loaded.predict(X[:2])
+    np.testing.assert_array_equal(loaded.predict(X[:2], custom).mean, kept.predict(X[:2]).mean)
+
+
+def test_two_factors_on_a_block_need_factor(glm_fit):
+    _, X = glm_fit
+    y = X @ [0.5, -1.0, 0.7]
+    prior = Gaussian.from_mean_cov(np.zeros(3), np.eye(3))
+    fit = Model({"w": prior}, [glm.GLM(likelihoods.Gaussian(variance=0.3), X[:40], y[:40]),
+                               glm.GLM(likelihoods.StudentT(df=4.0, scale=0.3), X[40:], y[40:])]).fit()
+    with pytest.raises(ValueError, match="this fit has 2 factors with a likelihood on it"):
+        fit.predict(X[:3])
+    assert fit.predict(X[:3], factor=1).likelihood is fit.likelihoods[1]
+    tau = Model({"w": prior, "tau": Gamma(2.0, 1.0)}, [glm.GLM(likelihoods.Gaussian(precision="tau"), X, y)]).fit()
+    with pytest.raises(ValueError, match="fixed parameters"):
+        tau.predict(X[:3])
+
+
+def test_damaged_likelihood_entries_are_named(gp_fit, tmp_path):
+    import json
+
+    from efvi.inference import FitFileError
+
+    fit, _, X = gp_fit
+    fit.save(tmp_path / "fit.npz")
+    with np.load(tmp_path / "fit.npz", allow_pickle=False) as data:
+        entries = {key: data[key] for key in data.files}
+    meta = json.loads(str(entries.pop("__meta__")))
+    assert meta["likelihoods"] == [{"kind": "spec", "spec": {"class": "Gaussian", "arguments": {"variance": 0.04}}}]
+    for damaged, message in (
+            ([{"kind": "spec", "spec": {"class": "Gamma", "arguments": {"shape": -1}}}], "shape must be > 0"),
+            ([{"kind": "spec", "spec": {"class": "Gaussian", "arguments": {}}}], "whose spec is"),
+            ([None], "must be {'kind': 'none'}"), ([], "one entry per factor")):
+        meta["likelihoods"] = damaged
+        with open(tmp_path / "edited.npz", "wb") as fh:
+            np.savez(fh, **entries, __meta__=np.array(json.dumps(meta)))
+        with pytest.raises(FitFileError, match=r"entry '__meta__\.likelihoods.*" + message):
+            FitResult.load(tmp_path / "edited.npz")
