@@ -58,9 +58,12 @@ dependency chains (the filter's runs through ``P``, the smoother's through
 1e100 of range instead of one per step.
 
 Arrays are contiguous float64.  ``H`` is ``(TH, d)``, ``A`` ``(TA, d, d)`` and
-``Q`` ``(TQ, d, d)`` with each leading length either ``T`` (time-varying) or
-``1`` (constant, never copied ``T`` times).  Covariances are kept exactly
-symmetric: only the upper triangle is computed and then mirrored.
+``Q`` ``(TQ, d, d)`` with each leading length either ``T`` (time-varying; for
+``A`` and ``Q`` the length of the steps a call covers) or ``1`` (constant,
+never copied ``T`` times).  Covariances are kept exactly symmetric: only the
+upper triangle is computed and then mirrored.  Both passes cover any range
+of steps and carry their state in and out through small arrays, so that a
+long series can be smoothed segment by segment (:mod:`.smoother`).
 
 Speed at small ``d``: the per-step state lives in tuples or small arrays,
 see :mod:`._small`; ``dims, zeros, zz`` come from its :func:`work_for`.
@@ -104,21 +107,50 @@ def _psd_up_to_rounding(M, scale, shifted, F, inv_pivots, dims):
     return shifted, F, inv_pivots, ok
 
 
-@numba.jit(**NUMBA_OPTIONS)
-def _filter(gamma, pi, H, A, Q, m0, P0, keep, means, covs, pred_means, pred_covs, gains, offsets, cond_covs,
-            last_mean, last_cov, a_pred_mean, a_pred_var, dims, zeros, zz):
-    """Forward pass: filtered moments, ``log Z``, the backward conditionals for the smoother and validity.
+CARRY_SIZE = 4
+"""Length of the ``carry`` array of the passes: the running ``log Z``, the pending determinant, the indefinite
+flag and the first singular step."""
 
-    After predicting ``(mp_{t+1}, Pp_{t+1})`` from the filtered ``(m_t, P_t)``
-    it writes the backward conditional ``x_t | x_{t+1} ~ N(G_t x_{t+1} + b_t, C_t)``
-    (module notes) to ``gains`` (T, d, d), ``offsets`` (T, d) and
-    ``cond_covs`` (T, d, d) for ``t < T - 1``, and at the end the filtered
-    moments of the last step to ``last_mean`` (d,), ``last_cov`` (d, d).  If
-    ``keep`` it also fills the filtered ``means`` (T, d), ``covs`` (T, d, d),
-    predicted ``pred_means``, ``pred_covs`` (moments given sites ``< t``) and
-    the predictive moments of ``a_t``, ``a_pred_mean``, ``a_pred_var`` (T,);
-    otherwise those six arrays are not touched (they may be dummies).
-    ``dims, zeros, zz`` come from :func:`work_for`.
+WRITE = (0,)
+"""``write`` argument of :func:`_filter` that stores the backward conditionals (a tuple, so that the choice is
+made when the kernel is compiled: one specialisation each)."""
+NO_WRITE = ()
+"""``write`` argument of :func:`_filter` that forms the conditionals only where the validity test needs them."""
+
+
+@numba.jit(**NUMBA_OPTIONS)
+def _filter(gamma, pi, H, A, Q, start, stop, base, carry_mean, carry_cov, carry, keep, write, means, covs,
+            pred_means, pred_covs, gains, offsets, cond_covs, a_pred_mean, a_pred_var, dims, zeros, zz):
+    """Forward pass over the steps ``start..stop-1``: filtered moments, ``log Z``, backward conditionals, validity.
+
+    A pass over all ``T`` steps is one call with ``start = base = 0``,
+    ``stop = T``; a long series may be run segment by segment, each call
+    carrying on from where the previous one stopped (module notes of
+    :mod:`efvi.models.lds.smoother`).  ``gamma``, ``pi`` (T,) and ``H``
+    (1 or T, d) are indexed by the step ``t``; ``A``, ``Q`` (1 or
+    ``stop - start``, d, d) by ``t - start`` (a segment's own stacks).
+
+    On entry ``carry_mean`` (d,) and ``carry_cov`` (d, d) hold ``m_0``,
+    ``P_0`` (the prediction of step 0) if ``start == 0``, else the filtered
+    moments of step ``start - 1``; ``carry`` (CARRY_SIZE,) holds the
+    running ``log Z``, the pending product of the factors ``1 + pi S``, the
+    indefinite flag and the first singular step (``0, 1, 0, -1`` at
+    ``start == 0``).  On a successful return the three hold the same for
+    step ``stop - 1``; at ``stop == T`` the carried moments are the last
+    filtered ones and ``log Z`` is final.
+
+    Right after predicting step ``t`` it forms the backward conditional of
+    step ``t - 1``, ``x_{t-1} | x_t ~ N(G x_t + b, C)`` (module notes).  With
+    ``write = WRITE`` it stores it in row ``t - 1 - base`` of ``gains``
+    (n, d, d), ``offsets`` (n, d) and ``cond_covs`` (n, d, d), which the
+    caller keeps within ``0..n-1`` (unchecked); with ``NO_WRITE`` it forms
+    the conditional only where the validity test needs it, in the spare last
+    row.  If ``keep`` it also fills the filtered ``means``
+    (T, d), ``covs`` (T, d, d), predicted ``pred_means``, ``pred_covs``
+    (moments given sites ``< t``) and the predictive moments of ``a_t``,
+    ``a_pred_mean``, ``a_pred_var`` (T,); otherwise those six arrays are not
+    touched (they may be dummies).  ``dims, zeros, zz`` come from
+    :func:`work_for`.
 
     Validity (module notes): once a factor ``1 + pi S`` has been negative,
     every later ``C_t`` and the last filtered covariance must be positive
@@ -131,6 +163,7 @@ def _filter(gamma, pi, H, A, Q, m0, P0, keep, means, covs, pred_means, pred_covs
     """
     d = len(dims)
     T = gamma.shape[0]
+    spare = gains.shape[0] - 1
     sH = 1 if H.shape[0] > 1 else 0
     sA = 1 if A.shape[0] > 1 else 0
     sQ = 1 if Q.shape[0] > 1 else 0
@@ -138,45 +171,53 @@ def _filter(gamma, pi, H, A, Q, m0, P0, keep, means, covs, pred_means, pred_covs
     P, Pp, AP, F, gain_t = _fresh(zz), _fresh(zz), _fresh(zz), _fresh(zz), _fresh(zz)
     no_shift = np.zeros((1, d))
     for i in range(d):
-        mp = _set(mp, i, m0[i])
         for j in range(d):
-            Pp = _set(Pp, i * d + j, P0[i, j])
-    log_z = 0.0
-    det = 1.0       # running product of (1 + pi S); its log|.| is moved into log_z now and then
-    singular = -1
-    indefinite = False  # a factor 1 + pi S has been negative: filtered covariances may be indefinite
-    for t in range(T):
+            if start == 0:
+                Pp = _set(Pp, i * d + j, carry_cov[i, j])
+            else:
+                P = _set(P, i * d + j, carry_cov[i, j])
+        if start == 0:
+            mp = _set(mp, i, carry_mean[i])
+        else:
+            m = _set(m, i, carry_mean[i])
+    log_z = carry[0]
+    det = carry[1]       # running product of (1 + pi S); its log|.| is moved into log_z now and then
+    indefinite = carry[2] != 0.0  # a factor 1 + pi S has been negative: filtered covariances may be indefinite
+    singular = int(carry[3])
+    for t in range(start, stop):
         if t > 0:
-            ia = sA * t
-            iq = sQ * t
+            ia = sA * (t - start)
+            iq = sQ * (t - start)
             mp, AP, Pp = _affine(A, ia, m, P, no_shift, 0, Q, iq, mp, AP, Pp, dims)
             # backward conditional of step t-1: G^T = Pp^{-1} A P, b = m - G mp, C = P - G A P
             F, inv_pivots, ok = _ldl(Pp, F, inv_pivots, indefinite, dims)
-            if ok:
+            slot = t - 1 - base if len(write) else spare
+            if not ok:
+                if indefinite:
+                    return math.nan, STATUS_SINGULAR_PREDICTION, t, t
+                if singular < 0:
+                    singular = t
+            elif len(write) or indefinite:
                 gain_t = _ldl_solve(F, inv_pivots, _copy_into(gain_t, AP), dims)
                 for i in range(d):
                     acc = m[i]
                     for k in range(d):
-                        gains[t - 1, i, k] = gain_t[k * d + i]
+                        gains[slot, i, k] = gain_t[k * d + i]
                         acc -= gain_t[k * d + i] * mp[k]
-                    offsets[t - 1, i] = acc
+                    offsets[slot, i] = acc
                     for j in range(i, d):
                         acc = P[i * d + j]
                         for k in range(d):
                             acc -= gain_t[k * d + i] * AP[k * d + j]
-                        cond_covs[t - 1, i, j] = acc
-                        cond_covs[t - 1, j, i] = acc
+                        cond_covs[slot, i, j] = acc
+                        cond_covs[slot, j, i] = acc
                 if indefinite:
                     for i in range(d):
                         for j in range(d):
-                            gain_t = _set(gain_t, i * d + j, cond_covs[t - 1, i, j])
+                            gain_t = _set(gain_t, i * d + j, cond_covs[slot, i, j])
                     AP, F, inv_pivots, ok = _psd_up_to_rounding(gain_t, P, AP, F, inv_pivots, dims)
                     if not ok:
                         return math.nan, STATUS_INVALID_SITE, t - 1, singular
-            elif indefinite:
-                return math.nan, STATUS_SINGULAR_PREDICTION, t, t
-            elif singular < 0:
-                singular = t
         ih = sH * t
         S = 0.0
         mu = 0.0
@@ -218,30 +259,40 @@ def _filter(gamma, pi, H, A, Q, m0, P0, keep, means, covs, pred_means, pred_covs
         if not 1e-100 < abs(det) < 1e100:
             log_z -= 0.5 * math.log(abs(det))
             det = 1.0
-    if indefinite:
-        AP, F, inv_pivots, ok = _psd_up_to_rounding(P, P, AP, F, inv_pivots, dims)
-        if not ok:
-            return math.nan, STATUS_INVALID_SITE, T - 1, singular
-    log_z -= 0.5 * math.log(abs(det))
+    if stop == T:
+        if indefinite:
+            AP, F, inv_pivots, ok = _psd_up_to_rounding(P, P, AP, F, inv_pivots, dims)
+            if not ok:
+                return math.nan, STATUS_INVALID_SITE, T - 1, singular
+        log_z -= 0.5 * math.log(abs(det))
+        det = 1.0
     for i in range(d):
-        last_mean[i] = m[i]
+        carry_mean[i] = m[i]
         for j in range(d):
-            last_cov[i, j] = P[i * d + j]
+            carry_cov[i, j] = P[i * d + j]
+    carry[0] = log_z
+    carry[1] = det
+    carry[2] = 1.0 if indefinite else 0.0
+    carry[3] = singular
     return log_z, STATUS_OK, -1, singular
 
 
 @numba.jit(**NUMBA_OPTIONS)
-def _smooth(H, gains, offsets, cond_covs, last_mean, last_cov, store, means, covs, cross_covs, a_mean, a_var,
-            dims, zeros, zz):
-    """RTS backward pass over the backward conditionals written by :func:`_filter`.
+def _smooth(H, gains, offsets, cond_covs, base, start, stop, carry_mean, carry_cov, store, means, covs,
+            cross_covs, a_mean, a_var, dims, zeros, zz):
+    """RTS backward pass over the steps ``stop-1`` down to ``start``, from the conditionals of :func:`_filter`.
 
-    ``m^s_t = G_t m^s_{t+1} + b_t`` and ``P^s_t = G_t P^s_{t+1} G_t^T + C_t``,
-    starting from the last filtered moments.  Fills the smoothed
-    a-marginals ``a_mean``, ``a_var`` (T,); if ``store`` also the smoothed
-    ``means`` (T, d), ``covs`` (T, d, d) and ``cross_covs[t] =
-    Cov(x_t, x_{t-1} | all) = P^s_t G_{t-1}^T`` (``cross_covs[0] = 0``);
-    otherwise those three arrays are not touched (they may be dummies).
-    ``dims, zeros, zz`` come from :func:`work_for`.
+    ``m^s_t = G_t m^s_{t+1} + b_t`` and ``P^s_t = G_t P^s_{t+1} G_t^T + C_t``
+    with the conditional of step ``t`` at index ``t - base`` of ``gains``,
+    ``offsets`` and ``cond_covs``.  On entry ``carry_mean`` (d,) and
+    ``carry_cov`` (d, d) hold the smoothed moments of step ``stop`` (the
+    last filtered ones, of step ``T - 1``, if ``stop == T``); on return
+    those of step ``start``, so that a long series may be smoothed segment
+    by segment.  Fills the smoothed a-marginals ``a_mean``, ``a_var`` (T,);
+    if ``store`` also the smoothed ``means`` (T, d), ``covs`` (T, d, d) and
+    ``cross_covs[t] = Cov(x_t, x_{t-1} | all) = P^s_t G_{t-1}^T``
+    (``cross_covs[0] = 0``); otherwise those three arrays are not touched
+    (they may be dummies).  ``dims, zeros, zz`` come from :func:`work_for`.
     """
     d = len(dims)
     T = a_mean.shape[0]
@@ -249,12 +300,13 @@ def _smooth(H, gains, offsets, cond_covs, last_mean, last_cov, store, means, cov
     ms, m_new = _fresh(zeros), _fresh(zeros)
     Ps, GP = _fresh(zz), _fresh(zz)
     for i in range(d):
-        ms = _set(ms, i, last_mean[i])
+        ms = _set(ms, i, carry_mean[i])
         for j in range(d):
-            Ps = _set(Ps, i * d + j, last_cov[i, j])
-    for t in range(T - 1, -1, -1):
+            Ps = _set(Ps, i * d + j, carry_cov[i, j])
+    for t in range(stop - 1, start - 1, -1):
         if t < T - 1:
-            m_new, GP, Ps = _affine(gains, t, ms, Ps, offsets, t, cond_covs, t, m_new, GP, Ps, dims)
+            jc = t - base
+            m_new, GP, Ps = _affine(gains, jc, ms, Ps, offsets, jc, cond_covs, jc, m_new, GP, Ps, dims)
             ms = _copy_into(ms, m_new)
             if store:
                 for i in range(d):
@@ -276,10 +328,14 @@ def _smooth(H, gains, offsets, cond_covs, last_mean, last_cov, store, means, cov
             var += H[ih, i] * acc
         a_mean[t] = mean
         a_var[t] = var
-    if store:
+    if store and start == 0:
         for i in range(d):
             for j in range(d):
                 cross_covs[0, i, j] = 0.0
+    for i in range(d):
+        carry_mean[i] = ms[i]
+        for j in range(d):
+            carry_cov[i, j] = Ps[i * d + j]
 
 
 @numba.jit(**NUMBA_OPTIONS)

@@ -14,12 +14,31 @@ kernel of time: ``A_t = expm(F dt_t)``, ``Q_t = Pinf - A_t Pinf A_t^T``,
 ``m_0 = 0``, ``P_0 = Pinf``.  Its hyperparameters are learned like the GP's
 (:mod:`efvi.inference._hyperparameters`); the gradient of ``log Z(theta)`` with the
 sites fixed comes from Fisher's identity (:mod:`efvi.models.lds.fisher_identity`).
+
+**Memory.**  By default a block stores ``A_t`` and ``Q_t`` (``2 d^2`` values
+per step) and a workspace for the smoother (``2 d^2 + d``): with the
+engine's per-point arrays a Poisson Markov GP fit at ``d = 2`` peaks at
+about 300 bytes per time step.  A *low-memory* block (``low_memory=True``,
+the default above ``LOW_MEMORY_STEPS`` steps) smooths in segments of
+``SEGMENT_STEPS`` steps from checkpoints (:mod:`efvi.models.lds.smoother`)
+and a low-memory Markov GP computes each segment's ``A_t``, ``Q_t`` from its
+times when a pass reaches it, so it keeps nothing per step but the times;
+the fit then peaks at about 115 bytes per step (sites, two posteriors,
+site targets and the likelihood's per-point arrays; 85 with a Gaussian
+likelihood), and its results are bit for bit those of a stored block.  The
+price is time: each pass refilters the segments and computes the matrices
+twice, 4-5 times a stored pass at ``d = 2`` (``benchmarks/bench_markov_memory.py``;
+an LDS, whose matrices are given, 1.7 times).
+The engine does not Anderson-accelerate a low-memory block, whose history
+would hold ``2 x depth`` copies of the sites.
 """
+
+import functools
 
 import numpy as np
 
 from ...expfam import Gaussian
-from ...expfam.checks import as_float, check_integer
+from ...expfam.checks import check_integer
 from ...inference import Block, InvalidPosterior
 from ...inference.result import register_rebuilder
 
@@ -29,7 +48,13 @@ from ..gp.prior import kernel_layout, saved_kernel
 from ..sites import site_divergence, site_kl
 from .fisher_identity import log_normaliser_grad
 from ._times import times_as_float
-from .smoother import STATUS_OK, Workspace, _run_smoother, _validate
+from .smoother import STATUS_OK, Workspace, _run_smoother, _validate_prior, check_process_cov, segment_of
+
+LOW_MEMORY_STEPS = 2 ** 24
+"""Blocks with more time steps than this run low-memory by default (``low_memory=None``; module notes)."""
+
+SEGMENT_STEPS = 2 ** 16
+"""Time steps per segment of a low-memory block's passes."""
 
 
 class StateSpacePosterior:
@@ -116,15 +141,20 @@ class StateSpacePrior(Block):
     """Base class of state-space blocks; subclasses set the validated matrices with :meth:`_set_model`."""
 
     family = Gaussian
+    low_memory = False
+    """Whether the passes run in segments (and a Markov GP computes its matrices per segment); see the module notes."""
 
     def _set_model(self, transition, process_cov, obs_row, init_mean, init_cov, n_steps):
-        zeros = np.zeros(n_steps)
-        _, _, self.H, self.A, self.Q, self.m0, self.P0 = _validate(
-            zeros, zeros, obs_row, transition, process_cov, init_mean, init_cov
-        )
+        """Validate and keep the prior's matrices (``transition``, ``process_cov`` None: see :meth:`_transitions`)."""
+        self.H, self.A, self.Q, self.m0, self.P0 = _validate_prior(obs_row, transition, process_cov, init_mean,
+                                                                   init_cov, n_steps)
         self.n_points = n_steps
         self.state_dim = self.m0.shape[0]
-        self._workspace = Workspace()
+        self._workspace = Workspace(SEGMENT_STEPS if self.low_memory else None)
+
+    def _transitions(self):
+        """What the passes read ``A_t``, ``Q_t`` from (``segment_of``): the stored stacks by default."""
+        return (self.A, self.Q)
 
     def zero_message(self):
         return (np.zeros(self.n_points), np.zeros(self.n_points))
@@ -132,7 +162,7 @@ class StateSpacePrior(Block):
     def posterior(self, message):
         natural_mean = np.ascontiguousarray(message[0], dtype=float)
         precision = np.ascontiguousarray(message[1], dtype=float)
-        result = _run_smoother(natural_mean, precision, self.H, self.A, self.Q, self.m0, self.P0,
+        result = _run_smoother(natural_mean, precision, self.H, self._transitions(), self.m0, self.P0,
                                store=False, return_status=True, workspace=self._workspace)
         if result.status != STATUS_OK:
             prior_step = self._prior_failure()
@@ -147,7 +177,7 @@ class StateSpacePrior(Block):
     def _prior_failure(self):
         """The first time step at which the prior alone (empty sites) fails to smooth, or None if it does not."""
         zeros = np.zeros(self.n_points)
-        result = _run_smoother(zeros, zeros, self.H, self.A, self.Q, self.m0, self.P0,
+        result = _run_smoother(zeros, zeros, self.H, self._transitions(), self.m0, self.P0,
                                store=False, return_status=True, workspace=self._workspace)
         if result.status == STATUS_OK and np.all(np.isfinite(result.marginal_var)):
             return None
@@ -155,7 +185,9 @@ class StateSpacePrior(Block):
 
     def _overflow_message(self, step):
         """Why the prior fails at ``step``: the covariance overflows, and what the transition's eigenvalues are."""
-        radius = float(np.max(np.abs(np.linalg.eigvals(self.A))))
+        transitions = self._transitions()
+        radius = max(float(np.max(np.abs(np.linalg.eigvals(segment_of(transitions, start, start + SEGMENT_STEPS)[0]))))
+                     for start in range(0, self.n_points, SEGMENT_STEPS))
         return (f"state covariance A_t P A_t^T + Q_t overflows float64 by time step {step} (largest "
                 f"|eigenvalue| of transition: {radius:.3g}); use a transition with eigenvalues of modulus "
                 f"<= 1, fewer steps, or a rescaled state")
@@ -166,8 +198,8 @@ class StateSpacePrior(Block):
         if natural_mean.shape != (self.n_points,) or precision.shape != (self.n_points,):
             raise ValueError(f"natural_mean and precision must have shape ({self.n_points},); "
                              f"got {natural_mean.shape} and {precision.shape}")
-        return _run_smoother(natural_mean, precision, self.H, self.A, self.Q, self.m0, self.P0,
-                             store=True, return_status=False)
+        return _run_smoother(natural_mean, precision, self.H, self._transitions(), self.m0, self.P0,
+                             store=True, return_status=False, workspace=self._workspace)
 
     def kl(self, q):
         return site_kl(q.natural_mean, q.precision, q.mean, q.var, q.log_normaliser)
@@ -198,9 +230,14 @@ class LDS(StateSpacePrior):
     init_cov : array_like, shape (d, d)
     n_steps : int, optional
         ``T``; needed only when every matrix is constant.
+    low_memory : bool, optional
+        Smooth in segments, recomputing the filter of each segment in the
+        backward pass: the pass keeps no values per step instead of
+        ``2 d^2 + d``, for about 1.7 times the time (module notes).  Default
+        (None): only above ``LOW_MEMORY_STEPS`` steps.
     """
 
-    def __init__(self, transition, process_cov, obs_row, init_mean, init_cov, n_steps=None):
+    def __init__(self, transition, process_cov, obs_row, init_mean, init_cov, n_steps=None, low_memory=None):
         lengths = {np.shape(transition)[0] if np.ndim(transition) == 3 else None,
                    np.shape(process_cov)[0] if np.ndim(process_cov) == 3 else None,
                    np.shape(obs_row)[0] if np.ndim(obs_row) == 2 else None, n_steps} - {None}
@@ -210,6 +247,7 @@ class LDS(StateSpacePrior):
                 f"of time-varying transition/process_cov/obs_row; got lengths {sorted(lengths)}"
             )
         n_steps = check_integer(lengths.pop(), "n_steps", minimum=1)
+        self.low_memory = _low_memory(low_memory, n_steps)
         self._set_model(transition, process_cov, obs_row, init_mean, init_cov, n_steps)
         prior_step = self._prior_failure()
         if prior_step is not None:
@@ -237,7 +275,7 @@ class LDS(StateSpacePrior):
                                  "the future steps' matrices, with missing observations there, instead)")
             future.append(np.broadcast_to(used[-1], (end - self.n_points,) + used.shape[1:]))
         A, Q, H = (np.concatenate([mine, more]) for mine, more in zip(own, future))
-        extended = LDS(A, Q, H, self.m0, self.P0)
+        extended = LDS(A, Q, H, self.m0, self.P0, low_memory=self.low_memory)
         extended.name = self.name
         gamma, pi = np.zeros(end), np.zeros(end)
         gamma[: self.n_points], pi[: self.n_points] = q.natural_mean, q.precision
@@ -267,9 +305,17 @@ class MarkovGP(KernelHyperparameters, StateSpacePrior):
         Learn the kernel's log hyperparameters by maximising the ELBO.
     hyper_max_iter : int
         Iterations of the outer L-BFGS over the log hyperparameters (each re-converges the sites).
+    low_memory : bool, optional
+        Keep nothing per time step but the times: the transition and process
+        covariance of each segment are computed when a pass reaches it, and
+        the smoother refilters each segment from a checkpoint (module
+        notes); about 4-5 times the time of a pass over stored matrices.
+        ``A`` and ``Q`` are then None.  Default (None): only above
+        ``LOW_MEMORY_STEPS`` steps.  Learning hyperparameters still builds
+        every step's matrices.
     """
 
-    def __init__(self, kernel, t, learn_hyperparameters=False, hyper_max_iter=100):
+    def __init__(self, kernel, t, learn_hyperparameters=False, hyper_max_iter=100, low_memory=None):
         if not isinstance(kernel, Kernel):
             raise ValueError(f"kernel must be a efvi.models.gp.kernels.Kernel; got {type(kernel).__name__}")
         t, self.t_origin = times_as_float(t, "t")
@@ -281,16 +327,32 @@ class MarkovGP(KernelHyperparameters, StateSpacePrior):
             raise ValueError(f"t must be sorted (non-decreasing); got t[{i + 1}] = {float(t[i + 1])!r} "
                              f"< t[{i}] = {float(t[i])!r}")
         self.t = t
-        self.dt = np.concatenate([[0.0], np.diff(t)])
+        self.low_memory = _low_memory(low_memory, t.shape[0])
         self.learns_hyperparameters = bool(learn_hyperparameters)
         self.hyper_max_iter = check_integer(hyper_max_iter, "hyper_max_iter", minimum=1)
         self._set_kernel(kernel)
 
+    @property
+    def dt(self):
+        """The gaps between consecutive times, shape (T,), ``dt[0] = 0`` (computed on access)."""
+        return np.concatenate([[0.0], np.diff(self.t)])
+
     def _set_kernel(self, kernel):
         self.kernel = kernel
         ss = kernel.state_space()
-        A, Q = kernel.discretise(self.dt)
+        A = Q = None
+        if not self.low_memory:
+            A, Q = kernel.discretise(self.dt)
         self._set_model(A, Q, ss.H, np.zeros(ss.H.shape[0]), ss.Pinf, self.t.shape[0])
+        if self.low_memory:
+            transitions = self._transitions()
+            for start in range(0, self.n_points, SEGMENT_STEPS):
+                check_process_cov(transitions(start, start + SEGMENT_STEPS)[1], self.P0, offset=start)
+
+    def _transitions(self):
+        if not self.low_memory:
+            return (self.A, self.Q)
+        return functools.partial(_discretised_segment, self.kernel, self.t)
 
     def _merged(self, q, inputs):
         t_new, new_origin = times_as_float(inputs, "t_new", origin=self.t_origin)
@@ -302,7 +364,7 @@ class MarkovGP(KernelHyperparameters, StateSpacePrior):
         order = np.argsort(times, kind="stable")
         gamma, pi = np.zeros(times.shape[0]), np.zeros(times.shape[0])
         gamma[: self.n_points], pi[: self.n_points] = q.natural_mean, q.precision
-        merged = MarkovGP(self.kernel, times[order])
+        merged = MarkovGP(self.kernel, times[order], low_memory=self.low_memory)
         merged.name, merged.t_origin = self.name, self.t_origin
         joint = merged.posterior((gamma[order], pi[order]))
         position = np.empty_like(order)
@@ -339,6 +401,23 @@ class MarkovGP(KernelHyperparameters, StateSpacePrior):
         gamma, pi = message
         return log_normaliser_grad(np.asarray(log_params, float), self._build, gamma, pi, self.H[0])
 
+
+
+def _low_memory(low_memory, n_steps):
+    """The ``low_memory`` argument of a block of ``n_steps`` steps resolved to a bool."""
+    if low_memory is None:
+        return n_steps > LOW_MEMORY_STEPS
+    if not isinstance(low_memory, (bool, np.bool_)):
+        raise ValueError(f"low_memory must be True, False or None; got {low_memory!r}")
+    return bool(low_memory)
+
+
+def _discretised_segment(kernel, t, start, stop):
+    """``kernel.discretise`` of the gaps of steps ``start..stop-1`` of the times ``t`` (the gap of step 0 is 0)."""
+    gaps = np.diff(t[max(start - 1, 0):stop])
+    if start == 0:
+        gaps = np.concatenate([[0.0], gaps])
+    return kernel.discretise(gaps)
 
 
 def _chain_cov(smoothed, H, position):

@@ -37,6 +37,20 @@ whatever the later sites, or, with ``return_status=True``, return
 
 Cost ``O(T d^3)`` in compiled code; ``A``, ``Q`` and ``H`` may be constant
 (given without a time axis) or time-varying.
+
+**Memory.**  The filter writes, for every step, the backward conditional that
+the smoother reads (``2 d^2 + d`` values: 80 bytes per step at ``d = 2``).  A
+block that reuses a :class:`Workspace` with ``segment_steps = K`` runs the
+pass in segments of ``K`` steps instead (Griewank's checkpointing): the
+forward pass keeps only the filter's state at the start of each segment
+(``d + d^2 + 4`` values per segment) and the conditionals of the last
+segment; the backward pass refilters each earlier segment from its
+checkpoint, one step past its end, and smooths it.  The arithmetic is the
+same, operation by operation, so the results are identical bit for bit; the
+pass then holds ``O(K + T / K)`` values instead of ``O(T)`` and costs one
+more forward pass over the earlier segments.  The transition and process
+covariance may be computed per segment too (:func:`segment_of`), so that a
+Markov GP keeps nothing per step but its times.
 """
 
 import threading
@@ -165,13 +179,24 @@ def _time_stack(x, name, T, event_ndim):
 
 def _validate(site_natural_mean, site_precision, obs_row, transition, process_cov, init_mean, init_cov):
     """Check shapes, finiteness and definiteness; return contiguous float64 arrays for the kernels."""
+    gamma, pi = _validate_sites(site_natural_mean, site_precision)
+    return (gamma, pi) + _validate_prior(obs_row, transition, process_cov, init_mean, init_cov, gamma.shape[0])
+
+
+def _validate_sites(site_natural_mean, site_precision):
+    """The sites as contiguous float64 arrays of one shape (T,)."""
     gamma = as_float(site_natural_mean, "site_natural_mean")
     pi = as_float(site_precision, "site_precision")
     if gamma.ndim != 1 or gamma.shape[0] < 1:
         raise ValueError(f"site_natural_mean must have shape (T,) with T >= 1; got shape {gamma.shape}")
     if pi.shape != gamma.shape:
         raise ValueError(f"site_precision must have shape {gamma.shape} like site_natural_mean; got {pi.shape}")
-    T = gamma.shape[0]
+    return np.ascontiguousarray(gamma), np.ascontiguousarray(pi)
+
+
+def _validate_prior(obs_row, transition, process_cov, init_mean, init_cov, T):
+    """``(H, A, Q, m0, P0)`` checked for ``T`` steps; ``transition`` and ``process_cov`` may both be None
+    (a prior that computes them segment by segment and checks each with :func:`check_process_cov`)."""
     m0 = as_float(init_mean, "init_mean")
     if m0.ndim != 1 or m0.shape[0] < 1:
         raise ValueError(f"init_mean must have shape (d,) with d >= 1; got shape {m0.shape}")
@@ -180,19 +205,32 @@ def _validate(site_natural_mean, site_precision, obs_row, transition, process_co
     if P0.shape != (d, d):
         raise ValueError(f"init_cov must have shape {(d, d)}; got {P0.shape}")
     H = _time_stack(obs_row, "obs_row", T, 1)
-    A = _time_stack(transition, "transition", T, 2)
-    Q = _time_stack(process_cov, "process_cov", T, 2)
-    for name, arr, event in (("obs_row", H, (d,)), ("transition", A, (d, d)), ("process_cov", Q, (d, d))):
+    stacks = [("obs_row", H, (d,))]
+    A = Q = None
+    if transition is not None:
+        A = _time_stack(transition, "transition", T, 2)
+        Q = _time_stack(process_cov, "process_cov", T, 2)
+        stacks += [("transition", A, (d, d)), ("process_cov", Q, (d, d))]
+    for name, arr, event in stacks:
         if arr.shape[1:] != event:
             raise ValueError(f"{name} must have trailing shape {event} for state dimension d={d}; got {arr.shape}")
-    bad = _kernels._first_not_psd(Q, PSD_RTOL, float(np.max(np.abs(P0))), *work_for(d))
+    if Q is not None:
+        check_process_cov(Q, P0)
+    return H, A, Q, np.ascontiguousarray(m0), P0
+
+
+def check_process_cov(Q, P0, offset=0):
+    """Raise a ``ValueError`` naming the first matrix of the stack ``Q`` (n, d, d) that is not symmetric PSD.
+
+    ``offset`` is the time step of ``Q[0]`` (a segment of a longer stack);
+    the tolerance scales with ``P0`` (see ``_kernels._first_not_psd``).
+    """
+    bad = _kernels._first_not_psd(Q, PSD_RTOL, float(np.max(np.abs(P0))), *work_for(P0.shape[0]))
     if bad >= 0:
         raise ValueError(
             f"process_cov must be symmetric positive semi-definite; got a matrix that is not, "
-            f"at index {bad}: {Q[bad].tolist()}"
+            f"at index {bad + offset}: {Q[bad].tolist()}"
         )
-    gamma, pi, m0 = (np.ascontiguousarray(x) for x in (gamma, pi, m0))
-    return gamma, pi, H, A, Q, m0, P0
 
 
 def _check_status(status, step, return_status):
@@ -217,71 +255,137 @@ class Workspace:
     """Scratch arrays of the compiled passes, reused by successive passes of one problem size.
 
     A state-space block smooths a new set of sites every CVI iteration.
-    Allocating the ~``T (2 d^2 + d)`` scratch values afresh each time costs
-    as much as the backward pass itself (the operating system hands out new
-    pages), so a block keeps one workspace.  Each thread gets its own arrays.
+    Allocating the scratch afresh each time costs as much as the backward
+    pass itself (the operating system hands out new pages), so a block keeps
+    one workspace.  Each thread gets its own arrays.
+
+    Parameters
+    ----------
+    segment_steps : int, optional
+        Smooth in segments of this many steps (module notes): the scratch
+        holds ``min(T, segment_steps) (2 d^2 + d)`` values instead of
+        ``T (2 d^2 + d)``.  None: one segment of ``T`` steps.
     """
 
-    def __init__(self):
+    def __init__(self, segment_steps=None):
+        self.segment_steps = segment_steps
         self._local = threading.local()
 
     def arrays(self, T, d):
-        """``(gains, offsets, cond_covs, last_mean, last_cov)`` for ``T`` steps of size ``d``."""
+        """``(gains, offsets, cond_covs, checkpoints)`` for ``T`` steps of size ``d`` (see :func:`_new_scratch`)."""
         arrays = getattr(self._local, "arrays", None)
-        if arrays is None or arrays[1].shape != (T, d):
-            arrays = self._local.arrays = _new_scratch(T, d)
-        return arrays
+        key = (T, d)
+        if arrays is None or arrays[0] != key:
+            arrays = self._local.arrays = (key, _new_scratch(T, d, self.segment_steps))
+        return arrays[1]
 
 
-def _new_scratch(T, d):
-    return np.empty((T, d, d)), np.empty((T, d)), np.empty((T, d, d)), np.empty(d), np.empty((d, d))
+def _new_scratch(T, d, segment_steps=None):
+    """Rows for the conditionals of one segment of ``n = min(T, segment_steps)`` steps, plus one spare
+    (``_kernels._filter``), and the checkpoints of every segment start (None for a single segment)."""
+    n = T if segment_steps is None else min(T, segment_steps)
+    n_segments = -(-T // n) if n else 0
+    checkpoints = (np.empty((n_segments, d)), np.empty((n_segments, d, d)),
+                   np.empty((n_segments, _kernels.CARRY_SIZE))) if n_segments > 1 else None
+    return np.empty((n + 1, d, d)), np.empty((n + 1, d)), np.empty((n + 1, d, d)), checkpoints
 
 
-def _forward(gamma, pi, H, A, Q, m0, P0, keep, return_status, check_singular=False, workspace=None):
-    """Allocate and run the compiled filter; raise on failure unless ``return_status``.
+def _start_carry(m0, P0):
+    """The ``carry`` arguments of the compiled passes at step 0: ``(m_0, P_0, [log Z, det, indefinite, singular])``."""
+    return np.array(m0, dtype=float), np.array(P0, dtype=float), np.array([0.0, 1.0, 0.0, -1.0])
+
+
+def segment_of(transitions, start, stop):
+    """The ``(A, Q)`` stacks of steps ``start..stop-1`` (a constant stays one matrix).
+
+    ``transitions`` is a pair of ``(1 or T, d, d)`` stacks, or a callable
+    ``(start, stop) -> (A, Q)`` that computes a segment's stacks on demand
+    (a Markov GP that does not store them).
+    """
+    if callable(transitions):
+        return transitions(start, stop)
+    return tuple(x if x.shape[0] == 1 else x[start:stop] for x in transitions)
+
+
+def _forward(gamma, pi, H, A, Q, m0, P0, return_status, check_singular=False, conditionals=True):
+    """Run the compiled filter over all steps keeping its moments; raise on failure unless ``return_status``.
 
     Returns ``(FilterResult, backward)`` where ``backward`` holds the arrays
     the smoother reads (gains, offsets, conditional covariances, last
-    filtered moments).  The moment arrays of the result (and the predictive ``a`` moments)
-    are filled only if ``keep`` (else None).  With ``check_singular`` a singular predicted
-    covariance (which only the smoother needs to invert) is a failure too.
-    Scratch arrays come from ``workspace`` if given.
+    filtered moments; the first three empty without ``conditionals``).  With
+    ``check_singular`` a singular predicted covariance (which only the
+    smoother needs to invert) is a failure too.
     """
     T, d = gamma.shape[0], m0.shape[0]
-    n = T if keep else 1
-    means, covs, pred_means, pred_covs = np.empty((n, d)), np.empty((n, d, d)), np.empty((n, d)), np.empty((n, d, d))
-    a_mean, a_var = np.empty(n), np.empty(n)
-    backward = _new_scratch(T, d) if workspace is None else workspace.arrays(T, d)
-    log_z, status, step, singular = _kernels._filter(gamma, pi, H, A, Q, m0, P0, keep, means, covs, pred_means,
-                                                     pred_covs, *backward, a_mean, a_var, *work_for(d))
+    means, covs, pred_means, pred_covs = np.empty((T, d)), np.empty((T, d, d)), np.empty((T, d)), np.empty((T, d, d))
+    a_mean, a_var = np.empty(T), np.empty(T)
+    gains, offsets, cond_covs, _ = _new_scratch(T, d) if conditionals else _new_scratch(0, d)
+    last_mean, last_cov, carry = _start_carry(m0, P0)
+    write = _kernels.WRITE if conditionals else _kernels.NO_WRITE
+    log_z, status, step, singular = _kernels._filter(gamma, pi, H, A, Q, 0, T, -1, last_mean, last_cov, carry, True,
+                                                     write, means, covs, pred_means, pred_covs, gains, offsets,
+                                                     cond_covs, a_mean, a_var, *work_for(d))
     if check_singular and status == STATUS_OK and singular >= 0:
         log_z, status, step = np.nan, STATUS_SINGULAR_PREDICTION, singular
     _check_status(status, step, return_status)
-    if not keep:
-        means = covs = pred_means = pred_covs = a_mean = a_var = None
-    return FilterResult(means, covs, pred_means, pred_covs, a_mean, a_var, log_z, status, step), backward
+    filtered = FilterResult(means, covs, pred_means, pred_covs, a_mean, a_var, log_z, status, step)
+    return filtered, (gains, offsets, cond_covs, last_mean, last_cov)
 
 
-def _run_smoother(gamma, pi, H, A, Q, m0, P0, store, return_status, workspace=None):
+def _run_smoother(gamma, pi, H, transitions, m0, P0, store, return_status, workspace=None):
     """Filter plus RTS pass on arrays already checked by :func:`_validate` (no input checks here).
 
     The entry point for callers that validate a prior once and then smooth
     many sets of sites (e.g. every CVI iteration, with a :class:`Workspace`).
-    With ``store`` it returns a :class:`SmootherResult`, otherwise a
+    ``transitions`` is as in :func:`segment_of`; with a workspace of
+    ``segment_steps`` the pass runs in segments (module notes).  With
+    ``store`` it returns a :class:`SmootherResult`, otherwise a
     :class:`MarginalsResult`; failures raise unless ``return_status``.
     """
-    filtered, backward = _forward(gamma, pi, H, A, Q, m0, P0, False, return_status, check_singular=True,
-                                  workspace=workspace)
     T, d = gamma.shape[0], m0.shape[0]
+    work = work_for(d)
+    gains, offsets, cond_covs, checkpoints = (_new_scratch(T, d) if workspace is None
+                                              else workspace.arrays(T, d))
+    length = gains.shape[0] - 1
+    starts = range(0, T, length)
+    dummy_vector, dummy_matrix, dummy_scalars = np.empty((1, d)), np.empty((1, d, d)), np.empty(1)
+    carry_mean, carry_cov, carry = _start_carry(m0, P0)
+    for segment, start in enumerate(starts):
+        stop = min(T, start + length)
+        if checkpoints is not None:
+            for saved, now in zip(checkpoints, (carry_mean, carry_cov, carry)):
+                saved[segment] = now
+        A, Q = segment_of(transitions, start, stop)
+        # the conditionals of the last segment are kept; the others are recomputed in the backward pass
+        write = _kernels.WRITE if stop == T else _kernels.NO_WRITE
+        log_z, status, step, singular = _kernels._filter(
+            gamma, pi, H, A, Q, start, stop, start - 1, carry_mean, carry_cov, carry, False, write, dummy_vector,
+            dummy_matrix, dummy_vector, dummy_matrix, gains, offsets, cond_covs, dummy_scalars, dummy_scalars, *work)
+        if status != STATUS_OK:
+            break
+    if status == STATUS_OK and singular >= 0:
+        log_z, status, step = np.nan, STATUS_SINGULAR_PREDICTION, singular
+    _check_status(status, step, return_status)
     n = T if store else 1
     means, covs, cross_covs = np.empty((n, d)), np.empty((n, d, d)), np.empty((n, d, d))
     a_mean, a_var = np.empty(T), np.empty(T)
-    if filtered.status == STATUS_OK:
-        _kernels._smooth(H, *backward, store, means, covs, cross_covs, a_mean, a_var, *work_for(d))
+    if status == STATUS_OK:
+        for segment in range(len(starts) - 1, -1, -1):
+            start = starts[segment]
+            stop = min(T, start + length)
+            if stop < T:
+                # refilter from the segment's checkpoint one step past its end, keeping its conditionals
+                A, Q = segment_of(transitions, start, stop + 1)
+                saved_mean, saved_cov, saved = (part[segment] for part in checkpoints)
+                _kernels._filter(gamma, pi, H, A, Q, start, stop + 1, start - 1, saved_mean, saved_cov, saved,
+                                 False, _kernels.WRITE, dummy_vector, dummy_matrix, dummy_vector, dummy_matrix,
+                                 gains, offsets, cond_covs, dummy_scalars, dummy_scalars, *work)
+            _kernels._smooth(H, gains, offsets, cond_covs, start - 1, start, stop, carry_mean, carry_cov, store,
+                             means, covs, cross_covs, a_mean, a_var, *work)
     else:
         a_mean.fill(np.nan)
         a_var.fill(np.nan)
-    args = (a_mean, a_var, filtered.log_normaliser, filtered.status, filtered.failed_step)
+    args = (a_mean, a_var, log_z, status, step)
     if store:
         return SmootherResult(means, covs, cross_covs, *args)
     return MarginalsResult(*args)
@@ -292,11 +396,13 @@ def _filter_and_smooth(gamma, pi, H, A, Q, m0, P0):
 
     Returns ``(FilterResult, SmootherResult)``; failures raise ``ValueError``.
     """
-    filtered, backward = _forward(gamma, pi, H, A, Q, m0, P0, True, False, check_singular=True)
+    filtered, (gains, offsets, cond_covs, last_mean, last_cov) = _forward(gamma, pi, H, A, Q, m0, P0, False,
+                                                                          check_singular=True)
     T, d = gamma.shape[0], m0.shape[0]
     means, covs, cross_covs = np.empty((T, d)), np.empty((T, d, d)), np.empty((T, d, d))
     a_mean, a_var = np.empty(T), np.empty(T)
-    _kernels._smooth(H, *backward, True, means, covs, cross_covs, a_mean, a_var, *work_for(d))
+    _kernels._smooth(H, gains, offsets, cond_covs, -1, 0, T, last_mean, last_cov, True, means, covs, cross_covs,
+                     a_mean, a_var, *work_for(d))
     return filtered, SmootherResult(means, covs, cross_covs, a_mean, a_var, filtered.log_normaliser, STATUS_OK, -1)
 
 
@@ -321,8 +427,9 @@ def kalman_filter(site_natural_mean, site_precision, obs_row, transition, proces
         On invalid input, or (unless ``return_status``) when the sites make
         the posterior invalid (module notes).
     """
-    arrays = _validate(site_natural_mean, site_precision, obs_row, transition, process_cov, init_mean, init_cov)
-    return _forward(*arrays, keep=True, return_status=return_status)[0]
+    gamma, pi, H, A, Q, m0, P0 = _validate(site_natural_mean, site_precision, obs_row, transition, process_cov,
+                                           init_mean, init_cov)
+    return _forward(gamma, pi, H, A, Q, m0, P0, return_status, conditionals=False)[0]
 
 
 def kalman_smoother(site_natural_mean, site_precision, obs_row, transition, process_cov, init_mean, init_cov,
@@ -349,8 +456,9 @@ def kalman_smoother(site_natural_mean, site_precision, obs_row, transition, proc
     --------
     smoothed_marginals : the same pass keeping only the marginals of ``a_t``.
     """
-    arrays = _validate(site_natural_mean, site_precision, obs_row, transition, process_cov, init_mean, init_cov)
-    return _run_smoother(*arrays, store=True, return_status=return_status)
+    gamma, pi, H, A, Q, m0, P0 = _validate(site_natural_mean, site_precision, obs_row, transition, process_cov,
+                                           init_mean, init_cov)
+    return _run_smoother(gamma, pi, H, (A, Q), m0, P0, store=True, return_status=return_status)
 
 
 def smoothed_marginals(site_natural_mean, site_precision, obs_row, transition, process_cov, init_mean, init_cov,
@@ -375,8 +483,9 @@ def smoothed_marginals(site_natural_mean, site_precision, obs_row, transition, p
     ValueError
         As :func:`kalman_smoother`.
     """
-    arrays = _validate(site_natural_mean, site_precision, obs_row, transition, process_cov, init_mean, init_cov)
-    return _run_smoother(*arrays, store=False, return_status=return_status)
+    gamma, pi, H, A, Q, m0, P0 = _validate(site_natural_mean, site_precision, obs_row, transition, process_cov,
+                                           init_mean, init_cov)
+    return _run_smoother(gamma, pi, H, (A, Q), m0, P0, store=False, return_status=return_status)
 
 
 for _function in (kalman_filter, kalman_smoother, smoothed_marginals):
