@@ -84,7 +84,8 @@ class Engine:
                      for b in f.block_names} for k, f in enumerate(self.factors)]
         # Anderson acceleration needs the exact ELBO as a safeguard and one fixed-point map
         use_accelerator = (accelerate and rule.adaptive and len(self.order) == 1
-                           and not all(f.conjugate for f in self.factors))
+                           and not all(f.conjugate for f in self.factors)
+                           and not any(f.distributed for f in self.factors))
         controller = ControllerState(rule.initial_state(), type(rule).__name__, rule.params(),
                                      accelerator=AndersonAccelerator() if use_accelerator else None)
         state = FitState(sites, messages, np.random.default_rng(seed), controller)

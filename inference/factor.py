@@ -59,12 +59,17 @@ class Factor:
     conjugate : bool
         Whether the targets never depend on the posterior of the blocks they
         are for (then one step with ``rho = 1`` is exact and acceleration is moot).
+    distributed : bool
+        Whether the factor's sites stay outside this process (in the row blocks of
+        a Dask GLM): the engine then never gathers them (no Anderson acceleration,
+        which extrapolates the whole site vector).
     """
 
     roles = {}
     n_data = 1
     stochastic = False
     conjugate = False
+    distributed = False
 
     @property
     def n_observed(self):

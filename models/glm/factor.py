@@ -22,7 +22,9 @@ class GLM(GaussianSiteFactor):
         E.g. ``likelihoods.BernoulliLogit()`` or ``likelihoods.Gaussian(variance=0.1)``
         or ``likelihoods.Gaussian(precision="tau")`` with a Gamma block ``tau``.
     X : array_like, shape (N, D)
-        Design matrix (finite; include a column of ones for an intercept).
+        Design matrix (finite; include a column of ones for an intercept).  Dask arrays
+        for ``X`` or ``y`` give a :class:`efvi.models.glm.distributed.DaskGLM` (rows and sites
+        stay on the Dask workers).
     y : array_like, shape (N,)
         Responses; NaN marks a missing one.
     on : str
@@ -32,6 +34,14 @@ class GLM(GaussianSiteFactor):
         (scikit-learn's ``sample_weight``): an integer weight equals repeating
         the row, a zero weight dropping it.  Default: all 1.
     """
+
+    def __new__(cls, likelihood=None, X=None, y=None, *args, **kwargs):
+        # dask arrays select the distributed GLM (efvi.models.glm.distributed), which alone imports dask
+        if cls is GLM and (hasattr(X, "__dask_graph__") or hasattr(y, "__dask_graph__")):
+            from .distributed import DaskGLM
+
+            cls = DaskGLM
+        return super().__new__(cls)
 
     def __init__(self, likelihood, X, y, on="w", weights=None):
         self.X = np.ascontiguousarray(as_float(X, "X", ndim_min=2))

@@ -383,6 +383,13 @@ class Likelihood:
         self._base_cache = (y, per_point, values)
         return values
 
+    def __getstate__(self):
+        # the cache above belongs to one array of this process: a pickled likelihood (sent to a Dask
+        # worker or another process) does not carry it, N values long
+        state = dict(self.__dict__)
+        state.pop("_base_cache", None)
+        return state
+
     # --- predictions -----------------------------------------------------------
 
     def predict_mean_var(self, mean, var, n_points=None):

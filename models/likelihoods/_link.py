@@ -93,6 +93,13 @@ class Link:
     def __repr__(self):
         return f"Link({self.name!r}, {self.domain})"
 
+    def __reduce_ex__(self, protocol):
+        # a registered link pickles by name: a likelihood unpickled in another process (a Dask worker,
+        # multiprocessing) then holds the registered object its closed forms test for by identity
+        if LINKS.get(self.name) is self:
+            return (registered_link, (self.name,))
+        return super().__reduce_ex__(protocol)
+
 
 LINKS = {}
 """Every registered link by name, filled by :func:`register_link` in each link's module."""
@@ -115,6 +122,11 @@ def register_link(link):
         raise ValueError(f"a link named {link.name!r} is already registered")
     LINKS[link.name] = link
     return link
+
+
+def registered_link(name):
+    """The link registered as ``name`` (what a registered link unpickles to)."""
+    return LINKS[name]
 
 
 def links_onto(domain):

@@ -55,8 +55,24 @@ class LinkedLikelihood(Likelihood):
         super().__init__(n_points)
         self._link = get_link(self.default_link if link is None else link, self.domain, type(self).__name__)
         self.link = self._link.name
+        self._bind_pair()
+
+    def _bind_pair(self):
+        """The pair's compiled functions, from this process's cache of pairs (numba's on disk in a new process)."""
         self._log_lik, self._moments, self._expectations_kernel = pair_functions(
             (self.family, *self._family_functions), self._link, self._wide_rule())
+
+    def __getstate__(self):
+        # the compiled functions are bound again where the likelihood is unpickled (a Dask worker,
+        # multiprocessing): pickled, they would compile afresh there, for seconds in every process
+        state = super().__getstate__()
+        for name in ("_log_lik", "_moments", "_expectations_kernel"):
+            state.pop(name, None)
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._bind_pair()
 
     def _wide_rule(self):
         """The expectations kernel's rule for wide Gaussians (none unless a subclass has one for its link)."""
