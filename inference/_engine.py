@@ -85,7 +85,9 @@ class Engine:
         # Anderson acceleration needs the exact ELBO as a safeguard and one fixed-point map
         use_accelerator = (accelerate and rule.adaptive and len(self.order) == 1
                            and not all(f.conjugate for f in self.factors)
-                           and not any(f.distributed for f in self.factors))
+                           and not any(f.distributed for f in self.factors)
+                           # its history is 2 x depth copies of the sites: too much for a low-memory block
+                           and not any(getattr(self.blocks[b], "low_memory", False) for b in self.order))
         controller = ControllerState(rule.initial_state(), type(rule).__name__, rule.params(),
                                      accelerator=AndersonAccelerator() if use_accelerator else None)
         state = FitState(sites, messages, np.random.default_rng(seed), controller)
