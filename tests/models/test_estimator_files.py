@@ -38,6 +38,8 @@ CASES = {
     "gp-regressor-fixed-noise": (gp.GPRegressor(gp.kernels.RBF() + gp.kernels.Linear(), noise_variance=0.05,
                                                 learn_noise=False, max_iter=40), X, VALUES),
     "gp-classifier": (gp.GPClassifier(link="probit", max_iter=40), X, LABELS),
+    "gp-sparse-regressor": (gp.GPRegressor(n_inducing=10, max_iter=40), X, VALUES),
+    "gp-sparse-classifier": (gp.GPClassifier(inducing=X[:6], learn_inducing=True, max_iter=40), X, LABELS),
     "markov-gp": (lds.MarkovGPRegressor(gp.kernels.Matern52(), max_iter=40), TIMES, VALUES),
     "markov-gp-counts": (lds.MarkovGPRegressor(likelihood="poisson", max_iter=40), TIMES, COUNTS),
     "mixture": (BayesianGaussianMixture(n_components=2, mean_prior=np.zeros(2)), X, None),

@@ -22,6 +22,8 @@ ESTIMATORS = [
     glm.BayesianLogisticRegression(max_iter=50),
     gp.GPRegressor(max_iter=50),
     gp.GPClassifier(max_iter=50),
+    gp.GPRegressor(n_inducing=10, max_iter=50),          # sparse GPs at 10 inducing inputs
+    gp.GPClassifier(n_inducing=10, max_iter=50),
     nn.BayesianMLPClassifier(hidden_layer_sizes=(8,), epochs=5, n_samples=10),
     nn.BayesianMLPRegressor(hidden_layer_sizes=(8,), epochs=200, n_samples=10),
     BayesianGaussianMixture(n_components=2, max_iter=50),
