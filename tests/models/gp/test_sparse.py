@@ -229,3 +229,18 @@ def test_features_rebuilt_on_use_give_the_same_fit(monkeypatch):
     kept = _fit(gp.SparseGP(KERNEL, X, Z), likelihoods.BernoulliLogit(), y, **options)
     rebuilt = _fit(gp.SparseGP(KERNEL, X, Z, max_feature_bytes=0), likelihoods.BernoulliLogit(), y, **options)
     np.testing.assert_allclose(rebuilt.posterior["f"].mean, kept.posterior["f"].mean, rtol=0, atol=1e-10)
+
+
+def test_predictions_through_the_fit_intervals_and_joint_samples():
+    X, y = _classification(n=60, seed=8)
+    fit = _fit(gp.SparseGP(KERNEL, X, np.linspace(-3, 3, 6)), likelihoods.BernoulliLogit(), y)
+    X_new = np.linspace(-3.5, 3.5, 4)
+    latent = fit.predict_latent(X_new)
+    mean, cov = fit.posterior["f"].predict(X_new, full_cov=True)
+    np.testing.assert_array_equal(latent.mean, mean)
+    np.testing.assert_allclose(latent.var, np.diag(cov), rtol=1e-12)
+    lower, upper = latent.interval(0.9)
+    np.testing.assert_allclose(upper - mean, 1.6448536269514722 * np.sqrt(np.diag(cov)), rtol=1e-10)
+    draws = latent.sample(40000, seed=0)
+    np.testing.assert_allclose(np.cov(draws.T), cov, atol=5 * np.sqrt(2.0 / 40000) * np.diag(cov).max())
+    np.testing.assert_allclose(draws.mean(axis=0), mean, atol=5 * np.sqrt(np.diag(cov).max() / 40000))
