@@ -33,7 +33,7 @@ The engine does not Anderson-accelerate a low-memory block, whose history
 would hold ``2 x depth`` copies of the sites.
 """
 
-import functools
+import threading
 
 import numpy as np
 
@@ -44,6 +44,7 @@ from ...inference.result import register_rebuilder
 
 from .._hyper import KernelHyperparameters
 from ..gp.kernels import Kernel
+from ..gp.kernels._compiled_statespace import discretise, discretise_into
 from ..gp.prior import kernel_layout, saved_kernel
 from ..sites import site_divergence, site_kl
 from .fisher_identity import log_normaliser_grad
@@ -340,19 +341,19 @@ class MarkovGP(KernelHyperparameters, StateSpacePrior):
     def _set_kernel(self, kernel):
         self.kernel = kernel
         ss = kernel.state_space()
-        A = Q = None
+        A = Q = self._segments = None
         if not self.low_memory:
-            A, Q = kernel.discretise(self.dt)
+            A, Q = discretise(kernel, self.dt)
         self._set_model(A, Q, ss.H, np.zeros(ss.H.shape[0]), ss.Pinf, self.t.shape[0])
         if self.low_memory:
-            transitions = self._transitions()
+            self._segments = _SegmentMatrices(kernel, self.t, ss.Pinf)
             for start in range(0, self.n_points, SEGMENT_STEPS):
-                check_process_cov(transitions(start, start + SEGMENT_STEPS)[1], self.P0, offset=start)
+                check_process_cov(self._segments(start, start + SEGMENT_STEPS)[1], self.P0, offset=start)
 
     def _transitions(self):
         if not self.low_memory:
             return (self.A, self.Q)
-        return functools.partial(_discretised_segment, self.kernel, self.t)
+        return self._segments
 
     def _merged(self, q, inputs):
         t_new, new_origin = times_as_float(inputs, "t_new", origin=self.t_origin)
@@ -412,12 +413,40 @@ def _low_memory(low_memory, n_steps):
     return bool(low_memory)
 
 
-def _discretised_segment(kernel, t, start, stop):
-    """``kernel.discretise`` of the gaps of steps ``start..stop-1`` of the times ``t`` (the gap of step 0 is 0)."""
-    gaps = np.diff(t[max(start - 1, 0):stop])
-    if start == 0:
-        gaps = np.concatenate([[0.0], gaps])
-    return kernel.discretise(gaps)
+class _SegmentMatrices:
+    """``(start, stop) -> (A, Q)``: a kernel's discretisation over the gaps of steps ``start..stop-1`` of the
+    times ``t`` (the gap of step 0 is 0), the same values as the whole series' (each step's matrices depend on
+    its gap alone).
+
+    Compiled kernels write them into arrays kept between calls (one set per
+    thread, grown to the longest segment asked for), so that a pass does not
+    allocate them afresh per segment: the arrays returned are overwritten by
+    the next call.
+    """
+
+    def __init__(self, kernel, t, Pinf):
+        self.kernel, self.t, self.Pinf = kernel, t, Pinf
+        self._local = threading.local()
+
+    def _arrays(self, n):
+        arrays = getattr(self._local, "arrays", None)
+        if arrays is None or arrays[0].shape[0] < n:
+            d = self.Pinf.shape[0]
+            arrays = self._local.arrays = (np.empty(n), np.empty((n, d, d)), np.empty((n, d, d)))
+        return arrays
+
+    def __call__(self, start, stop):
+        t = self.t
+        stop = min(stop, t.shape[0])
+        gaps, A, Q = (x[: stop - start] for x in self._arrays(stop - start))
+        if start == 0:
+            gaps[0] = 0.0
+            np.subtract(t[1:stop], t[: stop - 1], out=gaps[1:])       # np.diff's operation
+        else:
+            np.subtract(t[start:stop], t[start - 1 : stop - 1], out=gaps)
+        if discretise_into(self.kernel, gaps, A, Q, self.Pinf):
+            return A, Q
+        return self.kernel.discretise(gaps)
 
 
 def _chain_cov(smoothed, H, position):

@@ -179,15 +179,23 @@ def matern_model(order, lam, variance):
     return matern_feedback(order, lam), np.eye(d)[:, -1:], Qc, Pinf
 
 
-def matern_transition(order, lam, dt):
-    """``A[t] = expm(F dt[t])``, shape (T, d, d), as ``exp(-lam dt) sum_k (N dt)^k / k!``."""
+def matern_series(order, lam):
+    """The terms of ``expm(F dt) exp(lam dt) = sum_k dt^k N^k / k!``: ``N^k`` flattened, shape (d, d * d),
+    and ``k!``, shape (d,), for ``k = 0..d-1``, ``d = order + 1``."""
     d = order + 1
     nilpotent = matern_feedback(order, lam) + lam * np.eye(d)
     powers = [np.eye(d)]
     for _ in range(1, d):
         powers.append(anp.dot(powers[-1], nilpotent))
-    weights = np.vander(dt, d, increasing=True) / np.array([factorial(k) for k in range(d)])
-    series = anp.einsum("tk,km->tm", weights, anp.reshape(anp.stack(powers), (d, d * d)))
+    return anp.reshape(anp.stack(powers), (d, d * d)), np.array([float(factorial(k)) for k in range(d)])
+
+
+def matern_transition(order, lam, dt):
+    """``A[t] = expm(F dt[t])``, shape (T, d, d), as ``exp(-lam dt) sum_k (N dt)^k / k!``."""
+    d = order + 1
+    powers, factorials = matern_series(order, lam)
+    weights = np.vander(dt, d, increasing=True) / factorials
+    series = anp.einsum("tk,km->tm", weights, powers)
     return anp.reshape(anp.exp(-lam * dt)[:, None] * series, (dt.shape[0], d, d))
 
 
