@@ -22,6 +22,11 @@ at least ``--min-free-gb`` GB available.
 Run from the repository root: ``python -m benchmarks.bench_markov_memory``
 (``--sizes 100000 1000000``; ``--likelihood gaussian``; ``--low-memory on``
 or ``off`` to force a mode instead of efvi's default).
+
+``--compare T`` instead times the two modes against each other in one
+process: fits of ``--max-iter`` iterations, stored and low-memory in turn,
+``--repeats`` times, and prints the median time per iteration of each (the
+first iteration of each fit left out) and their ratio.
 """
 
 import argparse
@@ -31,6 +36,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 
 import numpy as np
 
@@ -135,6 +141,24 @@ def child(T, likelihood, low_memory):
     }))
 
 
+def compare(T, likelihood="poisson", repeats=2, max_iter=6):
+    """Median seconds per iteration of the stored and the low-memory fits, alternated in this process."""
+    make_model(*make_data(3000, likelihood, seed=1), likelihood, "on").fit()        # compile or load the kernels
+    make_model(*make_data(3000, likelihood, seed=1), likelihood, "off").fit()
+    t, y = make_data(T, likelihood)
+    times = {"off": [], "on": []}
+    for _ in range(repeats):
+        for mode, seconds in times.items():
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")                 # stopping at max_iter is intended
+                fit = make_model(t, y, likelihood, mode).fit(max_iter=max_iter)
+            seconds.extend(fit.timings["per_iteration"][1:])
+    stored, low = (float(np.median(times[mode])) for mode in ("off", "on"))
+    print(f"T = {T:,}, {likelihood}: s/iter stored {stored:.3f}, low-memory {low:.3f}, ratio {low / stored:.2f} "
+          f"({repeats} fits of {max_iter} iterations each, alternated)")
+    return stored, low
+
+
 def available_gb():
     """``MemAvailable`` of ``/proc/meminfo`` in GB."""
     with open("/proc/meminfo") as meminfo:
@@ -190,9 +214,14 @@ if __name__ == "__main__":
     parser.add_argument("--low-memory", choices=["auto", "on", "off"], default="auto")
     parser.add_argument("--huge", action="store_true", help="also run T = 1e8")
     parser.add_argument("--min-free-gb", type=float, default=18.0)
+    parser.add_argument("--compare", type=int, metavar="T", help="time stored against low-memory fits at T steps")
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--max-iter", type=int, default=6)
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     options = parser.parse_args()
-    if options.child is not None:
+    if options.compare is not None:
+        compare(options.compare, options.likelihood, options.repeats, options.max_iter)
+    elif options.child is not None:
         child(options.child, options.likelihood, options.low_memory)
     else:
         main(options.sizes, options.likelihood, options.low_memory, options.huge, options.min_free_gb)

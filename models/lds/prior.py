@@ -27,7 +27,8 @@ the fit then peaks at about 115 bytes per step (sites, two posteriors,
 site targets and the likelihood's per-point arrays; 85 with a Gaussian
 likelihood), and its results are bit for bit those of a stored block.  The
 price is time: each pass refilters the segments and computes the matrices
-twice, 4-5 times a stored pass at ``d = 2`` (``benchmarks/bench_markov_memory.py``;
+twice (compiled, into arrays the block keeps), about 2.2 times a stored
+iteration of a Poisson fit at ``d = 2`` (``benchmarks/bench_markov_memory.py``;
 an LDS, whose matrices are given, 1.7 times).
 The engine does not Anderson-accelerate a low-memory block, whose history
 would hold ``2 x depth`` copies of the sites.
@@ -310,7 +311,7 @@ class MarkovGP(KernelHyperparameters, StateSpacePrior):
         Keep nothing per time step but the times: the transition and process
         covariance of each segment are computed when a pass reaches it, and
         the smoother refilters each segment from a checkpoint (module
-        notes); about 4-5 times the time of a pass over stored matrices.
+        notes); about twice the time of an iteration over stored matrices.
         ``A`` and ``Q`` are then None.  Default (None): only above
         ``LOW_MEMORY_STEPS`` steps.  Learning hyperparameters still builds
         every step's matrices.
