@@ -74,7 +74,9 @@ class SparseGP(Block):
     learn_inducing : bool
         Learn the inducing inputs too (with ``learn_hyperparameters``, or alone).
     hyper_max_iter : int
-        Iterations of the outer L-BFGS (each re-converges the sites).
+        Iterations of the outer L-BFGS (each re-converges the sites).  With
+        learned inducing inputs (``M x D`` more parameters) raise it, and the
+        fit's ``max_iter``, well above the defaults (e.g. 2000 and 20000).
     jitter : float
         Added to the diagonal of ``K_zz``, relative to its mean diagonal, before
         its Cholesky factorisation.
