@@ -95,6 +95,8 @@ def main(argv=None):
           f"{'converged' if learned.converged else 'NOT converged'}, {seconds:.2f} s); held-out accuracy "
           f"{accuracy_l:.3f}, log density {log_density_l:.4f}")
     print(f"   lengthscale {values['lengthscale']:.3f}, variance {values['variance']:.3f} (started at 1, 1)")
+    if not learned.converged:
+        print(f"   not converged: {learned.message} (raise hyper_max_iter and max_iter to go on)")
 
     subset = slice(0, n_dense)
     start = time.perf_counter()
