@@ -18,7 +18,7 @@ new factor or structured prior is written against (:class:`Factor`,
 from . import baselines, bbvi, ngvi, vpng
 from .blocks import Block, InvalidPosterior
 from .callbacks import IterationInfo
-from .conjugate import BinomialBeta, CategoricalDirichlet, GaussianMixture, GaussianWishart, PoissonGamma
+from .conjugate import ARDPrior, BinomialBeta, CategoricalDirichlet, GaussianMixture, GaussianWishart, PoissonGamma
 from .factor import Factor, FactorEval, GaussianSiteView, SiteView
 from ._fitfile import FitFileError
 from .generic import Enumerated, ExpectedLogFactor, MonteCarloFactor
@@ -32,6 +32,6 @@ __all__ = [
     "Model", "FitResult", "Marginals", "Factor", "FactorEval", "SiteView", "GaussianSiteView", "Block",
     "InvalidPosterior", "IterationInfo", "FitFileError", "Adaptive", "Decaying", "Fixed", "StepRule",
     "ConvergenceWarning", "StepBackoffWarning",
-    "BinomialBeta", "CategoricalDirichlet", "GaussianMixture", "GaussianWishart", "PoissonGamma",
+    "ARDPrior", "BinomialBeta", "CategoricalDirichlet", "GaussianMixture", "GaussianWishart", "PoissonGamma",
     "Enumerated", "ExpectedLogFactor", "MonteCarloFactor",
 ]
