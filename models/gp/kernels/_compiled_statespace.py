@@ -29,6 +29,7 @@ import numpy as np
 
 from ..._numba import NUMBA_OPTIONS
 from . import statespace
+from ._kernels import congruence_into
 from ._validation import as_time_gaps
 from .combination import Product, Sum
 from .constant import Constant
@@ -66,7 +67,7 @@ def discretise_into(kernel, dt, A, Q, Pinf):
         return False
     dt = as_time_gaps(dt)
     _transition_into(kernel, kernel._param_vector(), dt, A)
-    _process_noise(A, np.ascontiguousarray(Pinf, dtype=float), Q, (0,) * A.shape[1])
+    congruence_into(A, np.ascontiguousarray(Pinf, dtype=float), Q, True, (0,) * A.shape[1])
     return True
 
 
@@ -135,25 +136,3 @@ def _rotations(cos, sin, out):
             out[t, i + 1, i + 1] = cos[t, j]
             out[t, i, i + 1] = -sin[t, j]
             out[t, i + 1, i] = sin[t, j]
-
-
-@numba.jit(**NUMBA_OPTIONS)
-def _process_noise(A, P, out, dims):
-    """``out[t] = P - A[t] P A[t]^T`` for symmetric ``P``, each exactly symmetric (the sums of
-    :func:`.statespace.congruence` in the same order)."""
-    T, d = A.shape[0], len(dims)
-    AP = np.empty((d, d))
-    for t in range(T):
-        for a in range(d):
-            for j in range(d):
-                s = 0.0
-                for i in range(d):
-                    s += A[t, a, i] * P[i, j]
-                AP[a, j] = s
-        for a in range(d):
-            for b in range(a, d):
-                s = 0.0
-                for j in range(d):
-                    s += AP[a, j] * A[t, b, j]
-                out[t, a, b] = P[a, b] - s
-                out[t, b, a] = P[b, a] - s

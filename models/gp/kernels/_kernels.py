@@ -43,10 +43,16 @@ def _sqdist(a, b):
 
 
 @numba.jit(**NUMBA_OPTIONS)
-def _congruence(A, P):
-    """``out[t] = A[t] P A[t]^T`` for symmetric ``P``; each ``out[t]`` exactly symmetric."""
-    T, d, _ = A.shape
-    out = np.empty((T, d, d))
+def congruence_into(A, P, out, from_p, dims):
+    """``out[t] = A[t] P A[t]^T``, or ``P - A[t] P A[t]^T`` when ``from_p``, for symmetric ``P``.
+
+    Each ``out[t]`` is exactly symmetric.  ``dims`` is any tuple of length
+    ``d`` (the state dimension): its length is part of the compiled type, so
+    the loops are compiled for each state size.  The process noise of a
+    state-space kernel, ``Q_t = P_inf - A_t P_inf A_t^T``, is the ``from_p``
+    case, with the same sums in the same order.
+    """
+    T, d = A.shape[0], len(dims)
     AP = np.empty((d, d))
     for t in range(T):
         for a in range(d):
@@ -60,9 +66,12 @@ def _congruence(A, P):
                 s = 0.0
                 for j in range(d):
                     s += AP[a, j] * A[t, b, j]
-                out[t, a, b] = s
-                out[t, b, a] = s
-    return out
+                if from_p:
+                    out[t, a, b] = P[a, b] - s
+                    out[t, b, a] = P[b, a] - s
+                else:
+                    out[t, a, b] = s
+                    out[t, b, a] = s
 
 
 @numba.jit(**NUMBA_OPTIONS)

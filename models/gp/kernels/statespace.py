@@ -121,10 +121,13 @@ def _contiguous(x):
 def congruence(A, P):
     """``A[t] P A[t]^T`` for a symmetric ``P`` (d, d) and ``A`` (T, d, d); each result exactly symmetric.
 
-    Compiled (``_kernels._congruence``), with compiled vector-Jacobian
+    Compiled (``_kernels.congruence_into``), with compiled vector-Jacobian
     products, so that a million time steps cost milliseconds.
     """
-    return _kernels._congruence(_contiguous(A), _contiguous(P))
+    A = _contiguous(A)
+    out = np.empty(A.shape)
+    _kernels.congruence_into(A, _contiguous(P), out, False, (0,) * A.shape[1])
+    return out
 
 
 defvjp(

@@ -20,9 +20,13 @@ def test_congruence_and_its_vector_jacobian_products(d):
     A, G = rng.normal(size=(7, d, d)), rng.normal(size=(7, d, d))
     root = rng.normal(size=(d, d))
     P = root @ root.T
-    out = _kernels._congruence(A, P)
+    out, noise = np.empty((7, d, d)), np.empty((7, d, d))
+    _kernels.congruence_into(A, P, out, False, (0,) * d)
     np.testing.assert_allclose(out, np.einsum("tij,jk,tlk->til", A, P, A), rtol=1e-13, atol=1e-13)
     np.testing.assert_array_equal(out, np.swapaxes(out, 1, 2))
+    # the process-noise form P - A P A^T: the same sums subtracted from P
+    _kernels.congruence_into(A, P, noise, True, (0,) * d)
+    np.testing.assert_array_equal(noise, P - out)
     # <G, A P A^T> is linear in P and quadratic in A: its gradients in closed form
     np.testing.assert_allclose(
         _kernels._congruence_vjp_a(G, A, P),
