@@ -19,6 +19,8 @@ import numpy as np
 from ...expfam import DiagonalGaussian
 from ...expfam.checks import check_integer
 
+from ._kernels import PRECISION_BIT, perturb, standard_normal
+
 _PROTOCOL = ("n_params", "init_params", "log_lik_and_grads", "predictive", "validate")
 
 
@@ -152,6 +154,8 @@ class Optimizer:
 
     #: curvature keyword passed to the model (None: gradients only)
     curvature = None
+    #: whether ``_propose`` checks its own proposal (a compiled update reports NaN, inf and bad precisions)
+    _checks_proposal = False
 
     def __init__(self, model, n_data, *, prior_precision, lr, ess, mc_samples, seed, prior_mean=0.0):
         self.model = check_model(model)
@@ -240,11 +244,11 @@ class Optimizer:
             raise ValueError(f"n_data must be at least the batch size {batch_size}; got n_data={self.n_data}")
         step = self.n_steps + 1
         new_state, nll = self._propose(X_batch, y_batch, batch_size, step)
-        for name, value in new_state.items():
-            if not np.all(np.isfinite(value)):
-                raise NonFiniteGradientError(
-                    f"step {step}: the update of {name!r} is not finite; the state was left unchanged", step)
-        self._check_precision(new_state, step)
+        if not self._checks_proposal:
+            for name, value in new_state.items():
+                if not np.all(np.isfinite(value)):
+                    _raise_not_finite(name, step)
+            self._check_precision(new_state, step)
         for name, value in new_state.items():
             setattr(self, name, value)
         self.n_steps = step
@@ -252,6 +256,19 @@ class Optimizer:
 
     def _check_precision(self, state, step):
         """Subclasses with a posterior refuse a proposal without a positive precision."""
+
+    @staticmethod
+    def _raise_for_status(status, names, step):
+        """Refuse a proposal as :meth:`step` would, from a compiled update's status bits.
+
+        Bit ``k`` set: the entry ``names[k]`` is not finite; bit ``PRECISION_BIT``: a
+        precision is not positive.
+        """
+        for bit, name in enumerate(names):
+            if status & (1 << bit):
+                _raise_not_finite(name, step)
+        if status & PRECISION_BIT:
+            _raise_not_positive(step)
 
     def _evaluate(self, params, X, y, batch_size, step, curvature=None):
         """Model outputs divided by -B: average NLL, its gradient and curvature; finite or raise."""
@@ -272,12 +289,19 @@ class Optimizer:
         # squared gradients and the Gauss-Newton matrix already describe the negative log-lik
         return nll, grad, (scale if curvature == "hessian" else 1.0 / batch_size) * curv
 
+    def _n_fresh(self):
+        """Rows of fresh draws among the ``mc_samples``: half of them with antithetic pairs."""
+        return self.mc_samples // 2 if getattr(self, "antithetic", False) else self.mc_samples
+
     def _standard_normal(self):
-        """(mc_samples, P) standard-normal draws; antithetic pairs ``(eps, -eps)`` if asked."""
-        if not getattr(self, "antithetic", False):
-            return self._rng.standard_normal((self.mc_samples, self.n_params))
-        half = self._rng.standard_normal((self.mc_samples // 2, self.n_params))
-        return np.concatenate([half, -half])
+        """(mc_samples, P) standard-normal draws; antithetic pairs ``(eps, -eps)`` if asked.
+
+        The draws are those of ``self._rng.standard_normal`` (the compiled kernel runs
+        numpy's algorithm on the generator's own bit stream).
+        """
+        noise = np.empty((self.mc_samples, self.n_params))
+        standard_normal(self._rng, noise, self._n_fresh())
+        return noise
 
     def _set_antithetic(self, antithetic):
         self.antithetic = bool(antithetic)
@@ -346,7 +370,7 @@ class DiagonalOptimizer(Optimizer):
     def _check_precision(self, state, step):
         hess = state.get("hess", self.hess)
         if not np.all(self.ess * hess + self.prior_precision > 0):
-            raise FloatingPointError(f"step {step}: the proposed precision is not positive; state left unchanged")
+            _raise_not_positive(step)
 
     def _diagonal_curvature(self, params, X, y, batch_size, step, curvature):
         """Average NLL (S,), its gradients (S, P) and a diagonal curvature (S, P) at each sample."""
@@ -356,9 +380,35 @@ class DiagonalOptimizer(Optimizer):
         return (np.array([o[0] for o in outputs]), np.array([o[1] for o in outputs]),
                 np.array([np.diag(o[2]) for o in outputs]))
 
-    def _draw(self, std):
-        noise = self._standard_normal()
-        return noise, self.mean + noise * std
+    def _draw(self):
+        """Weight samples of the posterior, in one compiled pass.
+
+        Returns
+        -------
+        noise, params : ndarray (mc_samples, P)
+            The standard normals ``eps`` (antithetic pairs if asked) and ``mean + std * eps``.
+        std : ndarray (P,)
+            The posterior standard deviations.
+        """
+        noise = np.empty((self.mc_samples, self.n_params))
+        params, std = np.empty_like(noise), np.empty(self.n_params)
+        perturb(self._rng, self.mean, self.hess, self.ess, as_vector(self.prior_precision), self._n_fresh(),
+                noise, params, std)
+        return noise, params, std
 
     def _sample(self, rng, n):
         return self.mean + rng.standard_normal((n, self.n_params)) * self.std
+
+
+def as_vector(value):
+    """A prior parameter (float or ndarray (P,)) as a fresh contiguous float64 array of length 1 or P."""
+    return np.array(value, dtype=np.float64, ndmin=1)
+
+
+def _raise_not_finite(name, step):
+    raise NonFiniteGradientError(f"step {step}: the update of {name!r} is not finite; the state was left unchanged",
+                                 step)
+
+
+def _raise_not_positive(step):
+    raise FloatingPointError(f"step {step}: the proposed precision is not positive; state left unchanged")

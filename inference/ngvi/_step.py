@@ -23,61 +23,12 @@ Lin, Schmidt and Khan (2020), used by IVON (Shen et al., 2024):
 which equals :math:`(h_t + \\delta) \\{1 + (1 - \\rho r)^2\\}/2 - \\delta`
 with :math:`r = (h_t - \\hat h) / (h_t + \\delta)` elementwise, hence keeps
 :math:`h + \\delta > 0` whatever :math:`\\hat h` is.
+
+The diagonal (mean-field) forms are compiled, one pass over the parameters
+per step, in :mod:`._kernels`; the full-covariance form of VAN is here.
 """
 
 import numpy as np
-
-
-def corrected_precision_update(hess, hess_estimate, rho, delta):
-    """The positivity-preserving update of a diagonal curvature (Lin et al., 2020; Shen et al., 2024).
-
-    Parameters
-    ----------
-    hess, hess_estimate : ndarray (P,)
-        Current running curvature ``h`` (with ``h + delta > 0``) and this step's estimate.
-    rho : float
-        Step, ``1 - beta2``.
-    delta : float or ndarray (P,)
-        Prior precision per example, one number or one per parameter.
-
-    Returns
-    -------
-    ndarray (P,)
-        ``h + rho G + rho^2 G^2 / (2 (h + delta))`` with ``G = hess_estimate - h``.
-    """
-    gap = hess_estimate - hess
-    return hess + rho * gap + 0.5 * rho ** 2 * gap ** 2 / (hess + delta)
-
-
-def diagonal_precision_update(hess, hess_estimate, rho, delta, correction="auto"):
-    """One step of the running diagonal curvature, never leaving ``h + delta > 0``.
-
-    Parameters
-    ----------
-    hess, hess_estimate : ndarray (P,)
-    rho : float
-        Step ``1 - beta2`` in ``[0, 1]``.
-    delta : float or ndarray (P,)
-    correction : {"auto", "always"}
-        ``"always"``: the positivity-preserving rule everywhere (IVON).
-        ``"auto"``: the plain CVI average ``(1 - rho) h + rho h_hat`` wherever it
-        keeps the precision positive, the positivity-preserving rule elsewhere.
-
-    Returns
-    -------
-    hess_new : ndarray (P,)
-    n_corrected : int
-        How many coordinates took the positivity-preserving rule (``"auto"`` only).
-    """
-    if correction == "always":
-        return corrected_precision_update(hess, hess_estimate, rho, delta), 0
-    plain = (1.0 - rho) * hess + rho * hess_estimate
-    bad = ~(plain + delta > 0)
-    n_bad = int(np.count_nonzero(bad))
-    if n_bad:
-        plain[bad] = corrected_precision_update(hess[bad], hess_estimate[bad], rho,
-                                                np.broadcast_to(delta, hess.shape)[bad])
-    return plain, n_bad
 
 
 def full_precision_update(hess, hess_estimate, rho, delta, correction="auto"):
@@ -91,8 +42,8 @@ def full_precision_update(hess, hess_estimate, rho, delta, correction="auto"):
     delta : float or ndarray (P,)
         Prior precision per example, one number or one per parameter.
     correction : {"auto", "always"}
-        As :func:`diagonal_precision_update`; "auto" corrects the whole matrix
-        when the plain average is not positive definite.
+        ``"always"``: the positivity-preserving rule; ``"auto"``: the plain average
+        ``(1 - rho) H + rho H_hat`` unless it is not positive definite, then the rule.
 
     Returns
     -------
@@ -119,26 +70,3 @@ def _is_positive_definite(matrix):
     except np.linalg.LinAlgError:
         return False
     return True
-
-
-def reparameterised_hessian(grads, noise, std):
-    """IVON's Hessian estimate ``g * eps / sigma`` from reparameterised gradients (Shen et al., 2024).
-
-    By Stein's lemma ``E[g(m + sigma eps) eps] = sigma E[diag H]``, so the
-    estimate is unbiased for the expected diagonal Hessian of the loss.
-
-    Parameters
-    ----------
-    grads : ndarray (S, P)
-        Gradients of the average negative log-likelihood at ``m + sigma eps_s``.
-    noise : ndarray (S, P)
-        The standard-normal draws ``eps_s``.
-    std : ndarray (P,)
-        Posterior standard deviations ``sigma``.
-
-    Returns
-    -------
-    ndarray (P,)
-        The Monte Carlo average over samples.
-    """
-    return np.mean(grads * noise, axis=0) / std

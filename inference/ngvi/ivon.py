@@ -20,8 +20,8 @@ and the mean step may be clipped elementwise to ``clip_radius``.
 
 import numpy as np
 
-from ._base import DiagonalOptimizer, check_betas, check_real
-from ._step import diagonal_precision_update, reparameterised_hessian
+from ._base import DiagonalOptimizer, as_vector, check_betas, check_real
+from ._kernels import ivon_update
 
 
 class IVON(DiagonalOptimizer):
@@ -61,16 +61,16 @@ class IVON(DiagonalOptimizer):
         self.clip_radius = np.inf if clip_radius == np.inf else check_real(
             clip_radius, "clip_radius", low=0.0, expected="a positive float or inf")
 
+    _checks_proposal = True
+
     def _propose(self, X, y, batch_size, step):
         beta1, beta2 = self.betas
-        std = self.std
-        noise, params = self._draw(std)
+        noise, params, std = self._draw()
         nll, grads, _ = self._evaluate(params, X, y, batch_size, step)
-        grad = grads.mean(axis=0)
-        hess_estimate = reparameterised_hessian(grads, noise, std)
-        momentum = beta1 * self.momentum + (1.0 - beta1) * grad
-        hess, n_corrected = diagonal_precision_update(self.hess, hess_estimate, 1.0 - beta2, self.delta, "always")
-        lr = self.lr * (self.hess_init + self.delta) if self.rescale_lr else self.lr
-        direction = (momentum / (1.0 - beta1 ** step) + self._prior_gradient(self.mean)) / (hess + self.delta)
-        mean = self.mean - lr * np.clip(direction, -self.clip_radius, self.clip_radius)
-        return {"mean": mean, "hess": hess, "momentum": momentum}, float(np.mean(nll))
+        state = {name: np.empty(self.n_params) for name in ("mean", "hess", "momentum")}
+        status = ivon_update(grads, noise, std, self.mean, self.hess, self.momentum, self.ess,
+                             as_vector(self.prior_precision), as_vector(self.prior_mean), beta1, 1.0 - beta2,
+                             1.0 - beta1 ** step, self.lr, self.hess_init, self.rescale_lr, self.clip_radius,
+                             *state.values())
+        self._raise_for_status(status, tuple(state), step)
+        return state, float(np.mean(nll))

@@ -19,7 +19,8 @@ natural gradient's (the approximation the paper makes to stay close to Adam).
 
 import numpy as np
 
-from ._base import DiagonalOptimizer, check_betas
+from ._base import DiagonalOptimizer, as_vector, check_betas
+from ._kernels import vadam_update
 
 
 class Vadam(DiagonalOptimizer):
@@ -48,12 +49,15 @@ class Vadam(DiagonalOptimizer):
                          mc_samples=mc_samples, seed=seed, hess_init=hess_init, prior_mean=prior_mean)
         self.betas = check_betas(betas)
 
+    _checks_proposal = True
+
     def _propose(self, X, y, batch_size, step):
         beta1, beta2 = self.betas
-        _, params = self._draw(self.std)
+        _, params, _ = self._draw()
         nll, grads, _ = self._evaluate(params, X, y, batch_size, step)
-        momentum = beta1 * self.momentum + (1.0 - beta1) * (grads.mean(axis=0) + self._prior_gradient(self.mean))
-        hess = beta2 * self.hess + (1.0 - beta2) * np.mean(grads ** 2, axis=0)
-        scale = np.sqrt(hess / (1.0 - beta2 ** step)) + self.delta
-        mean = self.mean - self.lr * momentum / (1.0 - beta1 ** step) / scale
-        return {"mean": mean, "hess": hess, "momentum": momentum}, float(np.mean(nll))
+        state = {name: np.empty(self.n_params) for name in ("mean", "hess", "momentum")}
+        status = vadam_update(grads, self.mean, self.hess, self.momentum, self.ess, as_vector(self.prior_precision),
+                              as_vector(self.prior_mean), beta1, beta2, 1.0 - beta1 ** step, 1.0 - beta2 ** step,
+                              self.lr, *state.values())
+        self._raise_for_status(status, tuple(state), step)
+        return state, float(np.mean(nll))

@@ -24,8 +24,8 @@ positivity-preserving rule of Lin et al. (2020) on those coordinates.
 
 import numpy as np
 
-from ._base import DiagonalOptimizer, check_betas
-from ._step import diagonal_precision_update
+from ._base import DiagonalOptimizer, as_vector, check_betas
+from ._kernels import vogn_update
 
 _CURVATURES = ("squared_gradients", "gauss_newton", "hessian")
 
@@ -65,12 +65,15 @@ class VOGN(DiagonalOptimizer):
         self.curvature = curvature
         self._set_antithetic(antithetic)
 
+    _checks_proposal = True
+
     def _propose(self, X, y, batch_size, step):
         beta1, beta2 = self.betas
-        _, params = self._draw(self.std)
+        _, params, _ = self._draw()
         nll, grads, curv = self._diagonal_curvature(params, X, y, batch_size, step, self.curvature)
-        hess, n_corrected = diagonal_precision_update(self.hess, curv.mean(axis=0), 1.0 - beta2, self.delta)
-        momentum = beta1 * self.momentum + (1.0 - beta1) * (grads.mean(axis=0) + self._prior_gradient(self.mean))
-        mean = self.mean - self.lr * momentum / (1.0 - beta1 ** step) / (hess + self.delta)
-        return ({"mean": mean, "hess": hess, "momentum": momentum,
-                 "n_corrected_": self.n_corrected_ + n_corrected}, float(np.mean(nll)))
+        state = {name: np.empty(self.n_params) for name in ("mean", "hess", "momentum")}
+        status, n_corrected = vogn_update(grads, np.ascontiguousarray(curv), self.mean, self.hess, self.momentum,
+                                          self.ess, as_vector(self.prior_precision), as_vector(self.prior_mean),
+                                          beta1, 1.0 - beta2, 1.0 - beta1 ** step, self.lr, *state.values())
+        self._raise_for_status(status, tuple(state), step)
+        return {**state, "n_corrected_": self.n_corrected_ + n_corrected}, float(np.mean(nll))

@@ -16,7 +16,8 @@ Khan and Nielsen (2018), eqs. 16-17, with ``hat g^2`` in place of the Hessian.
 
 import numpy as np
 
-from ._base import DiagonalOptimizer, check_real
+from ._base import DiagonalOptimizer, as_vector, check_real
+from ._kernels import vprop_update
 
 
 class Vprop(DiagonalOptimizer):
@@ -48,10 +49,13 @@ class Vprop(DiagonalOptimizer):
         self.beta = check_real(beta, "beta", low=0.0, high=1.0, low_open=False, expected="a float in [0, 1)")
         self.sqrt = bool(sqrt)
 
+    _checks_proposal = True
+
     def _propose(self, X, y, batch_size, step):
-        _, params = self._draw(self.std)
+        _, params, _ = self._draw()
         nll, grads, _ = self._evaluate(params, X, y, batch_size, step)
-        hess = self.beta * self.hess + (1.0 - self.beta) * np.mean(grads ** 2, axis=0)
-        scale = (np.sqrt(hess) if self.sqrt else hess) + self.delta
-        mean = self.mean - self.lr * (grads.mean(axis=0) + self._prior_gradient(self.mean)) / scale
-        return {"mean": mean, "hess": hess}, float(np.mean(nll))
+        state = {name: np.empty(self.n_params) for name in ("mean", "hess")}
+        status = vprop_update(grads, self.mean, self.hess, self.ess, as_vector(self.prior_precision),
+                              as_vector(self.prior_mean), self.beta, self.lr, self.sqrt, *state.values())
+        self._raise_for_status(status, tuple(state), step)
+        return state, float(np.mean(nll))

@@ -1,0 +1,290 @@
+"""Compiled per-parameter passes of the diagonal ngvi optimisers: one pass over the P parameters per step.
+
+Private: the kernels take contiguous float64 arrays, assume validated input
+and are called by the optimisers of :mod:`efvi.inference.ngvi`.  A step of a
+mean-field optimiser is a handful of elementwise formulas over P parameters
+(P = 79,510 for a 784-100-10 network); written as numpy expressions each
+formula is a pass over memory with a temporary, and the passes cost as much as
+the network's gradient.  Here each step is two passes:
+
+* :func:`perturb`: the posterior standard deviations and the weight samples
+  ``m + sigma eps``, drawing ``eps`` with the optimiser's own
+  ``numpy.random.Generator`` (numba's port of numpy's ziggurat on the same bit
+  generator: the draws are numpy's ``standard_normal``, in the same order);
+* one update kernel per optimiser (:func:`ivon_update`, :func:`vogn_update`,
+  :func:`vadam_update`, :func:`vprop_update`): the Monte Carlo averages, the
+  curvature and mean updates and the checks of the result (finite entries,
+  positive precisions), written into fresh arrays so that the optimiser's
+  state is only replaced once the step is accepted.
+
+Prior parameters arrive as arrays of length 1 (one number for every
+parameter) or P.  An update kernel returns a status whose bit ``k`` says that
+output ``k`` (in the order of its ``out_*`` arguments) has a NaN or inf entry,
+and whose bit :data:`PRECISION_BIT` says that a precision is not positive.
+The Monte Carlo sums are taken a row (sample) at a time into the output
+arrays first (read in place for one sample), so that the main loop over parameters has no inner loop and
+compiles to vector instructions; the status is an integer OR for the same
+reason (a floating-point reduction would not vectorise without fastmath).
+
+Numba options: as ``efvi.models._numba.NUMBA_OPTIONS`` (cached where
+:mod:`efvi.expfam.numba_cache` finds a writable place, no fastmath, so NaN and
+inf keep their IEEE meaning) plus ``error_model="numpy"``.
+"""
+
+import os
+from math import isfinite, sqrt
+
+import numba
+import numpy as np
+
+from ...expfam.numba_cache import cache_enabled
+
+_NUMBA_OPTIONS = dict(nopython=True, cache=cache_enabled(os.path.dirname(__file__)), nogil=True, fastmath=False,
+                      error_model="numpy")
+
+PRECISION_BIT = 8
+"""Status bit of a non-positive proposed precision."""
+
+
+@numba.jit(inline="always", **_NUMBA_OPTIONS)
+def corrected_precision(hess, hess_estimate, rho, delta):
+    """The positivity-preserving curvature update of one parameter (Lin et al., 2020; Shen et al., 2024).
+
+    ``h + rho G + rho^2 G^2 / (2 (h + delta))`` with ``G = hess_estimate - h``.
+    """
+    gap = hess_estimate - hess
+    return hess + rho * gap + 0.5 * rho ** 2 * gap ** 2 / (hess + delta)
+
+
+@numba.jit(inline="always", **_NUMBA_OPTIONS)
+def _status(mean, hess, momentum, precision):
+    """Status bits of one parameter's proposal (see the module docstring)."""
+    return ((0 if isfinite(mean) else 1) | (0 if isfinite(hess) else 2) | (0 if isfinite(momentum) else 4)
+            | (0 if precision > 0.0 else PRECISION_BIT))
+
+
+@numba.jit(inline="always", **_NUMBA_OPTIONS)
+def _store(i, mean, hess, momentum, precision, out_mean, out_hess, out_momentum):
+    """Write parameter ``i``'s proposed state and return its status bits."""
+    out_mean[i] = mean
+    out_hess[i] = hess
+    out_momentum[i] = momentum
+    return _status(mean, hess, momentum, precision)
+
+
+@numba.jit(inline="always", **_NUMBA_OPTIONS)
+def _sizes(prior_precision, prior_mean, grads):
+    """Index strides (0 for one number, 1 for one per parameter) of the prior's arrays, and S."""
+    return (1 if prior_precision.size > 1 else 0), (1 if prior_mean.size > 1 else 0), grads.shape[0]
+
+
+@numba.jit(inline="always", **_NUMBA_OPTIONS)
+def _row_sums(a, out):
+    """The sum of the rows of ``a`` (S, P), in order: ``a[0]`` itself (no copy) when S = 1, else written into ``out``."""
+    if a.shape[0] == 1:
+        return a[0]
+    for i in range(a.shape[1]):
+        out[i] = a[0, i]
+    for s in range(1, a.shape[0]):
+        for i in range(a.shape[1]):
+            out[i] += a[s, i]
+    return out
+
+
+@numba.jit(inline="always", **_NUMBA_OPTIONS)
+def _row_product_sums(a, b, out):
+    """The sum of the rows of ``a * b`` (both (S, P)), in order, written into ``out``."""
+    for i in range(a.shape[1]):
+        out[i] = a[0, i] * b[0, i]
+    for s in range(1, a.shape[0]):
+        for i in range(a.shape[1]):
+            out[i] += a[s, i] * b[s, i]
+    return out
+
+
+@numba.jit(**_NUMBA_OPTIONS)
+def corrected_precision_update(hess, hess_estimate, rho, delta, out):
+    """:func:`corrected_precision` over arrays (P,), ``delta`` of length 1 or P, written into ``out``."""
+    stride = 1 if delta.size > 1 else 0
+    for i in range(hess.size):
+        out[i] = corrected_precision(hess[i], hess_estimate[i], rho, delta[i * stride])
+
+
+@numba.jit(**_NUMBA_OPTIONS)
+def standard_normal(rng, out, n_fresh):
+    """Fill ``out`` (S, P) with standard normals: ``n_fresh`` fresh rows, then their negatives (antithetic pairs)."""
+    for s in range(n_fresh):
+        for i in range(out.shape[1]):
+            out[s, i] = rng.standard_normal()
+    for s in range(n_fresh, out.shape[0]):
+        for i in range(out.shape[1]):
+            out[s, i] = -out[s - n_fresh, i]
+
+
+@numba.jit(**_NUMBA_OPTIONS)
+def perturb(rng, mean, hess, ess, prior_precision, n_fresh, noise, params, std):
+    """Weight samples of the posterior ``N(mean, 1 / (ess hess + prior_precision))``.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    mean, hess : ndarray (P,)
+    ess : float
+    prior_precision : ndarray (1,) or (P,)
+    n_fresh : int
+        Rows of fresh draws; the remaining ``S - n_fresh`` rows are their negatives.
+    noise, params : ndarray (S, P)
+        Written: the standard normals ``eps`` and ``mean + eps * std``.
+    std : ndarray (P,)
+        Written: ``1 / sqrt(ess * hess + prior_precision)``.
+    """
+    stride = 1 if prior_precision.size > 1 else 0
+    for i in range(mean.size):
+        std[i] = 1.0 / sqrt(ess * hess[i] + prior_precision[i * stride])
+    standard_normal(rng, noise, n_fresh)
+    for s in range(noise.shape[0]):
+        for i in range(mean.size):
+            params[s, i] = mean[i] + noise[s, i] * std[i]
+
+
+@numba.jit(**_NUMBA_OPTIONS)
+def ivon_update(grads, noise, std, mean, hess, momentum, ess, prior_precision, prior_mean, beta1, rho, bias1,
+                lr, hess_init, rescale_lr, clip_radius, out_mean, out_hess, out_momentum):
+    """One IVON step (Shen et al., 2024) of every parameter; returns the status.
+
+    Parameters
+    ----------
+    grads, noise : ndarray (S, P)
+        Gradients of the average NLL at ``mean + std * noise`` and the draws ``noise``.
+    std, mean, hess, momentum : ndarray (P,)
+        The current state (``std`` as used for the draws).
+    ess : float
+    prior_precision, prior_mean : ndarray (1,) or (P,)
+    beta1, rho, bias1 : float
+        Momentum decay, ``1 - beta2`` and ``1 - beta1 ** step``.
+    lr, hess_init : float
+    rescale_lr : bool
+        Step ``lr * (hess_init + delta)`` instead of ``lr``.
+    clip_radius : float
+    out_mean, out_hess, out_momentum : ndarray (P,)
+        Written: the proposed state.
+    """
+    p_stride, m_stride, n_samples = _sizes(prior_precision, prior_mean, grads)
+    grad_sums = _row_sums(grads, out_momentum)
+    grad_noise_sums = _row_product_sums(grads, noise, out_hess)
+    status = 0
+    for i in range(mean.size):
+        delta = prior_precision[i * p_stride] / ess
+        # Stein's lemma: E[g eps] = sigma E[diag H], so g eps / sigma is unbiased for the expected Hessian
+        hess_estimate = grad_noise_sums[i] / n_samples / std[i]
+        new_momentum = beta1 * momentum[i] + (1.0 - beta1) * (grad_sums[i] / n_samples)
+        new_hess = corrected_precision(hess[i], hess_estimate, rho, delta)
+        direction = (new_momentum / bias1 + delta * (mean[i] - prior_mean[i * m_stride])) / (new_hess + delta)
+        direction = min(max(direction, -clip_radius), clip_radius)
+        new_mean = mean[i] - (lr * (hess_init + delta) if rescale_lr else lr) * direction
+        status |= _store(i, new_mean, new_hess, new_momentum, ess * new_hess + prior_precision[i * p_stride],
+                         out_mean, out_hess, out_momentum)
+    return status
+
+
+@numba.jit(**_NUMBA_OPTIONS)
+def vogn_update(grads, curv, mean, hess, momentum, ess, prior_precision, prior_mean, beta1, rho, bias1, lr,
+                out_mean, out_hess, out_momentum):
+    """One VOGN step (Khan et al., 2018) of every parameter; returns ``(status, n_corrected)``.
+
+    The curvature is the CVI average ``(1 - rho) h + rho mean_s curv``, or the
+    positivity-preserving update where that average would leave ``h + delta <= 0``.
+
+    Parameters
+    ----------
+    grads, curv : ndarray (S, P)
+        Gradients of the average NLL and per-example curvatures at each weight sample.
+    mean, hess, momentum : ndarray (P,)
+    ess : float
+    prior_precision, prior_mean : ndarray (1,) or (P,)
+    beta1, rho, bias1, lr : float
+        Momentum decay, ``1 - beta2``, ``1 - beta1 ** step`` and the step.
+    out_mean, out_hess, out_momentum : ndarray (P,)
+        Written: the proposed state.
+    """
+    p_stride, m_stride, n_samples = _sizes(prior_precision, prior_mean, grads)
+    grad_sums = _row_sums(grads, out_momentum)
+    curv_sums = _row_sums(curv, out_hess)
+    status = 0
+    n_corrected = 0
+    for i in range(mean.size):
+        delta = prior_precision[i * p_stride] / ess
+        hess_estimate = curv_sums[i] / n_samples
+        new_hess = (1.0 - rho) * hess[i] + rho * hess_estimate
+        if not new_hess + delta > 0.0:
+            new_hess = corrected_precision(hess[i], hess_estimate, rho, delta)
+            n_corrected += 1
+        new_momentum = beta1 * momentum[i] + (1.0 - beta1) * (
+            grad_sums[i] / n_samples + delta * (mean[i] - prior_mean[i * m_stride]))
+        new_mean = mean[i] - lr * new_momentum / bias1 / (new_hess + delta)
+        status |= _store(i, new_mean, new_hess, new_momentum, ess * new_hess + prior_precision[i * p_stride],
+                         out_mean, out_hess, out_momentum)
+    return status, n_corrected
+
+
+@numba.jit(**_NUMBA_OPTIONS)
+def vadam_update(grads, mean, hess, momentum, ess, prior_precision, prior_mean, beta1, beta2, bias1, bias2, lr,
+                 out_mean, out_hess, out_momentum):
+    """One Vadam step (Khan et al., 2018) of every parameter; returns the status.
+
+    Parameters
+    ----------
+    grads : ndarray (S, P)
+        Gradients of the average NLL at each weight sample.
+    mean, hess, momentum : ndarray (P,)
+    ess : float
+    prior_precision, prior_mean : ndarray (1,) or (P,)
+    beta1, beta2, bias1, bias2, lr : float
+        Moment decays, their bias corrections ``1 - beta ** step`` and the step.
+    out_mean, out_hess, out_momentum : ndarray (P,)
+        Written: the proposed state.
+    """
+    p_stride, m_stride, n_samples = _sizes(prior_precision, prior_mean, grads)
+    grad_sums = _row_sums(grads, out_momentum)
+    squared_sums = _row_product_sums(grads, grads, out_hess)
+    status = 0
+    for i in range(mean.size):
+        delta = prior_precision[i * p_stride] / ess
+        new_momentum = beta1 * momentum[i] + (1.0 - beta1) * (
+            grad_sums[i] / n_samples + delta * (mean[i] - prior_mean[i * m_stride]))
+        new_hess = beta2 * hess[i] + (1.0 - beta2) * (squared_sums[i] / n_samples)
+        new_mean = mean[i] - lr * new_momentum / bias1 / (sqrt(new_hess / bias2) + delta)
+        status |= _store(i, new_mean, new_hess, new_momentum, ess * new_hess + prior_precision[i * p_stride],
+                         out_mean, out_hess, out_momentum)
+    return status
+
+
+@numba.jit(**_NUMBA_OPTIONS)
+def vprop_update(grads, mean, hess, ess, prior_precision, prior_mean, beta, lr, square_root, out_mean, out_hess):
+    """One Vprop step (Khan et al., 2017) of every parameter; returns the status.
+
+    Parameters
+    ----------
+    grads : ndarray (S, P)
+    mean, hess : ndarray (P,)
+    ess : float
+    prior_precision, prior_mean : ndarray (1,) or (P,)
+    beta, lr : float
+    square_root : bool
+        Divide by ``sqrt(s) + delta`` instead of ``s + delta``.
+    out_mean, out_hess : ndarray (P,)
+        Written: the proposed state.
+    """
+    p_stride, m_stride, n_samples = _sizes(prior_precision, prior_mean, grads)
+    grad_sums = _row_sums(grads, out_mean)
+    squared_sums = _row_product_sums(grads, grads, out_hess)
+    status = 0
+    for i in range(mean.size):
+        delta = prior_precision[i * p_stride] / ess
+        new_hess = beta * hess[i] + (1.0 - beta) * (squared_sums[i] / n_samples)
+        scale = (sqrt(new_hess) if square_root else new_hess) + delta
+        new_mean = mean[i] - lr * (grad_sums[i] / n_samples + delta * (mean[i] - prior_mean[i * m_stride])) / scale
+        out_mean[i] = new_mean
+        out_hess[i] = new_hess
+        status |= _status(new_mean, new_hess, 0.0, ess * new_hess + prior_precision[i * p_stride])
+    return status
