@@ -17,21 +17,21 @@ Each optimiser keeps stepping on the same batch while it is timed, so its
 state evolves as in training; the learning rates are small enough that
 nothing diverges over the run.
 
-Measured on 2 shared cores (other engineers' jobs running; load ~1), 41
-rounds, one run, with ``MALLOC_TRIM_THRESHOLD_=1000000000
+Measured on 2 cores shared with other engineers' jobs (load average 0.1-1.6
+during the runs), 41 rounds, one run, with ``MALLOC_TRIM_THRESHOLD_=1000000000
 MALLOC_MMAP_THRESHOLD_=1000000000`` (see ``bench_nn``), step time / Adam step
 time (in brackets: step time / one gradient call of the network):
 
 ==================  ===========  ===========  ===========  ===========  ==============
 network, batch 128  Adam         IVON         VOGN         Vadam        BBB
 ==================  ===========  ===========  ===========  ===========  ==============
-14-64-1 Bernoulli   1.00 (1.55)  1.15 (1.78)  1.36 (2.12)  1.11 (1.74)  1.74 (2.71)
-784-100-10 softmax  1.00 (1.57)  1.10 (1.72)  1.40 (2.18)  1.08 (1.69)  2.98 (4.68)
+14-64-1 Bernoulli   1.00 (1.55)  1.15 (1.79)  1.36 (2.14)  1.11 (1.74)  1.74 (2.72)
+784-100-10 softmax  1.00 (1.58)  1.11 (1.75)  1.41 (2.22)  1.10 (1.71)  3.07 (4.83)
 ==================  ===========  ===========  ===========  ===========  ==============
 
-Vprop / RMSprop: 1.16 (14-64-1), 1.17 (784-100-10).  Before the compiled
-passes of ``efvi.inference.ngvi._kernels`` (same machine, same day, one run):
-IVON 1.35 / 1.75, VOGN 1.55 / 1.94, Vadam 1.27 / 1.65.
+Vprop / RMSprop: 1.16 (14-64-1), 1.19 (784-100-10).  Before the compiled
+passes of ``efvi.inference.ngvi._kernels`` (same machine, same day, one run;
+14-64-1 / 784-100-10): IVON 1.35 / 1.75, VOGN 1.55 / 1.94, Vadam 1.27 / 1.65, Vprop / RMSprop 1.25 / 1.72.
 
 At 784-100-10 (P = 79,510) the gradient call is ~1.1 ms, ~0.85 ms of it the
 two 128 x 784 x 100 matmuls of the first layer (forward, and the weights'
@@ -42,9 +42,9 @@ generator: the same draws as ``Generator.standard_normal``, ~0.3 ms instead of
 0.75 ms) and one compiled update pass (~0.2 ms, bandwidth-bound); VOGN's
 per-example squared gradients add a third such matmul, (A^2)^T Delta^2 (~0.5 ms).
 The ratios to Adam are to efvi's Adam as it is: against the gradient call
-alone (the floor of any first-order step) IVON costs 1.72x and VOGN 2.18x, so
-an Adam whose update were compiled too (~1.2 ms) would put IVON near 1.5x and
-VOGN near 2x.
+alone (the floor of any first-order step) IVON costs 1.75x and VOGN 2.22x, so
+against an Adam whose update were compiled too (~1.25 ms) IVON would be at
+about 1.55x and VOGN at about 2x.
 """
 
 import argparse
