@@ -12,6 +12,11 @@ points: a ratio of about 0.75 per iteration).  Anderson acceleration (type II,
           s_{k+1} = G(s_k) - \\Delta G \\gamma,
 
 where the columns of ``Delta F`` and ``Delta G`` are successive differences.
+The engine records the pair of every iteration (:meth:`AndersonAccelerator.record`),
+extrapolated or not, so the differences are those of consecutive iterates (the
+secants of the map); recording only when extrapolating mixed pairs iterations
+apart and took 1 (informed start) and 4 (from the prior) more iterations on
+breast-cancer logistic regression.
 The engine only proposes this point: it is accepted when the posterior is valid
 and the exact ELBO does not decrease, otherwise the ordinary damped step is
 taken.  The history lives in two preallocated ring buffers of differences, and
@@ -47,8 +52,11 @@ class AndersonAccelerator:
         """Length of the flattened sites the history is about (None before the first call)."""
         return None if self._last_f is None else self._last_f.shape[0]
 
-    def propose(self, sites, targets):
-        """Record ``(sites, targets)`` and return the extrapolated sites, or None without history.
+    def record(self, sites, targets):
+        """Add the pair ``(sites, targets)`` of this iteration to the history.
+
+        Every iteration is recorded, extrapolated or not, so that the history
+        holds the differences of consecutive iterates.
 
         Parameters
         ----------
@@ -61,24 +69,39 @@ class AndersonAccelerator:
             size = residual.shape[0]
             self._delta_f = np.zeros((self.depth, size))
             self._delta_g = np.zeros((self.depth, size))
-            self._last_f, self._last_g = residual, np.array(targets, dtype=float)
-            return None
-        row = self._next
-        np.subtract(residual, self._last_f, out=self._delta_f[row])
-        np.subtract(targets, self._last_g, out=self._delta_g[row])
+        else:
+            row = self._next
+            np.subtract(residual, self._last_f, out=self._delta_f[row])
+            np.subtract(targets, self._last_g, out=self._delta_g[row])
+            self._next = (row + 1) % self.depth
+            self._count = min(self._count + 1, self.depth)
         self._last_f, self._last_g = residual, np.array(targets, dtype=float)
-        self._next = (row + 1) % self.depth
-        self._count = min(self._count + 1, self.depth)
+
+    def propose(self, metric=None):
+        """The extrapolated sites from the history up to the last recorded pair, or None without history.
+
+        Parameters
+        ----------
+        metric : ndarray, shape (P,), optional
+            Weights of the least-squares norm of the residuals (default: all 1).
+            A site that stands for ``w`` copies of a data point holds ``w``
+            times a copy's parameters; weight ``1 / w`` makes the proposal the
+            one the data with the copies written out would give.
+        """
+        if not self._count:
+            return None
         used = slice(0, self._count)
         delta_f, delta_g = self._delta_f[used], self._delta_g[used]
-        gram = delta_f @ delta_f.T
-        rhs = delta_f @ residual
+        residual = self._last_f
+        weighted = delta_f if metric is None else delta_f * metric
+        gram = weighted @ delta_f.T
+        rhs = weighted @ residual
         ridge = 1e-12 * np.trace(gram) + 1e-300
         try:
             coef = np.linalg.solve(gram + ridge * np.eye(self._count), rhs)
         except np.linalg.LinAlgError:
             return None
-        proposal = targets - coef @ delta_g
+        proposal = self._last_g - coef @ delta_g
         return proposal if np.all(np.isfinite(proposal)) else None
 
     def state(self):

@@ -71,6 +71,7 @@ class Engine:
             raise ValueError("hyperparameter learning needs a deterministic fit (no minibatches)")
         self.state = self.controller = self.q = None
         self._first_targets = {}
+        self._metrics = {}
         self._clear_caches()
         self._rebind(self.learners)   # a previous fit of this model may have bound them to its learned blocks
 
@@ -285,13 +286,23 @@ class Engine:
         """Block ``b``'s posterior with the messages of ``proposals`` (factor -> (sites, message))."""
         return self.blocks[b].posterior(self.total_message(b, {k: p[1] for k, p in proposals.items()}))
 
-    def _accelerated(self, b, targets, batches, current_elbo):
-        """Try the Anderson-extrapolated sites for block ``b``; returns the new ELBO or None."""
+    def _anderson_metric(self, b):
+        """The factors' weights of block ``b``'s flattened sites in Anderson's least squares (None: all 1)."""
+        cached = self._metrics.get(b, False)
+        if cached is not False:
+            return cached
+        parts = []
+        for k in self.touching[b]:
+            weights = self.factors[k].site_weights(b)
+            parts.append(weights if weights is not None else tuple(np.ones(np.shape(a)) for a in self.state.sites[k][b]))
+        metric = _flatten(parts)
+        self._metrics[b] = metric = None if np.all(metric == 1.0) else metric
+        return metric
+
+    def _accelerated(self, b, proposal, batches, current_elbo):
+        """Try the Anderson-extrapolated sites ``proposal`` (flattened) for block ``b``; returns the new ELBO or None."""
         ks = self.touching[b]
         like = [self.state.sites[k][b] for k in ks]
-        proposal = self.controller.accelerator.propose(_flatten(like), _flatten([targets[k] for k in ks]))
-        if proposal is None:
-            return None
         proposals = {k: (sites, self.factors[k].message(b, sites)) for k, sites in zip(ks, _unflatten(proposal, like))}
         try:
             qb = self._posterior_with(b, proposals)
@@ -320,8 +331,12 @@ class Engine:
         targets = self._targets(b, batches)
         self._target_messages = {}
         controller = self.controller
-        if accelerate:
-            new_elbo = self._accelerated(b, targets, batches, current_elbo)
+        if controller.accelerator is not None:
+            controller.accelerator.record(_flatten([self.state.sites[k][b] for k in ks]),
+                                          _flatten([targets[k] for k in ks]))
+        proposal = controller.accelerator.propose(self._anderson_metric(b)) if accelerate else None
+        if proposal is not None:     # None also without history: no evaluation spent, no failure
+            new_elbo = self._accelerated(b, proposal, batches, current_elbo)
             controller.extrapolation_done(new_elbo is not None)
             if new_elbo is not None:
                 self.state.n_accelerated += 1

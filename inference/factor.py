@@ -147,6 +147,18 @@ class Factor:
         """
         raise NotImplementedError
 
+    def site_weights(self, block_name):
+        """How much each site entry of block ``block_name`` counts in Anderson acceleration, or None (alike).
+
+        Anderson acceleration (:mod:`efvi.inference._acceleration`) fits its
+        extrapolation by least squares over the flattened sites.  A factor
+        whose site ``i`` stands for ``w_i`` copies of a data point (and so holds
+        ``w_i`` times a copy's parameters) returns ``1 / w_i`` for its entries
+        (0 where ``w_i = 0``), shaped like the sites; the extrapolation then
+        equals the one for the data with the copies written out.
+        """
+        return None
+
     def site_view(self, sites):
         """A user-facing view of this factor's sites (default: the raw dict)."""
         return SiteView(sites)

@@ -121,6 +121,14 @@ class GaussianSiteFactor(Factor):
             sites[name] = tuple(np.zeros((self.n_data,) + np.shape(part)) for part in blocks[name].prior.natural)
         return sites
 
+    def site_weights(self, block_name):
+        """``1 / w_i`` (0 where ``w_i = 0``) for every part of the sites on ``on``; None without weights."""
+        if self.weights is None or block_name != self.roles["on"]:
+            return None
+        inverse = np.divide(1.0, self.weights, out=np.zeros(self.n_data), where=self.weights > 0)
+        return tuple(np.broadcast_to(inverse.reshape((-1,) + (1,) * (part.ndim - 1)), part.shape)
+                     for part in self._view.zero_sites())
+
     def informed_sites(self, blocks):
         """The CVI targets at the likelihood's data-based guess of ``a`` with zero variance, or None.
 

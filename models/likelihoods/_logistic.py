@@ -77,6 +77,13 @@ values of ``m``) 48 points: 1.109, 44: 1.200, 40: 1.308, 36: 1.439, 32: 1.600, 2
 20: 2.444, 18: 2.698, 16: 3.015, 14: 3.426, 12: 3.975, 10: 4.774, 8: 6.113, 6: 9.412, 4: 21.26, and
 the error falls further as ``sqrt(v)`` grows."""
 
+NEGLIGIBLE_EXPONENT = 40.0
+"""Nodes where ``x = (t -+ m)^2 / (2 v)`` exceeds this are skipped.  A skipped term is below
+``w_k exp(-x) <= w_k 4e-18``, and below ``w_k 2x exp(-x) <= w_k 3e-16`` with the ``(t -+ m)^2 / v``
+factor of the ``v`` derivative; the weights sum to ``pi^2 / 12``, so ``G`` and its derivatives move
+by less than 1e-15.  Far from the data's bulk most nodes are skipped (about half at the
+breast-cancer optimum, which makes the rule 1.5x faster there)."""
+
 _UPPER = 40
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
@@ -121,11 +128,18 @@ def wide_rule(y, c, params, m, scale, nodes, weights, counts, sd_edges):
         w = weights[r, k]
         below = t - m
         above = t + m
-        plus = w * math.exp(-half_precision * below * below)
-        minus = w * math.exp(-half_precision * above * above)
-        total += plus + minus
-        first += plus * below - minus * above
-        second += plus * below * below + minus * above * above
+        exponent = half_precision * below * below
+        if exponent < NEGLIGIBLE_EXPONENT:
+            plus = w * math.exp(-exponent)
+            total += plus
+            first += plus * below
+            second += plus * below * below
+        exponent = half_precision * above * above
+        if exponent < NEGLIGIBLE_EXPONENT:
+            minus = w * math.exp(-exponent)
+            total += minus
+            first -= minus * above
+            second += minus * above * above
     norm = _INV_SQRT_2PI / scale
     g = norm * total
     g_mean = norm * first / v

@@ -60,7 +60,9 @@ def _reference(X, y, sweeps=5000):
 @pytest.fixture(scope="module")
 def fitted():
     X, y = _problem()
-    return _model(X, y).fit(step=1.0, tol=1e-14, max_iter=2000), _reference(X, y)
+    # the parameters are checked to 1e-8, and an ELBO within tol of its optimum only bounds them to about
+    # sqrt(tol): iterate to rounding (tol=0; VMP contracts by about 1e-3 per sweep here)
+    return _model(X, y).fit(step=1.0, tol=0.0, max_iter=40, warn=False), _reference(X, y)
 
 
 def test_vmp_fixed_point_is_the_closed_form_mean_field_solution(fitted):

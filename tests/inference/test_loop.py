@@ -74,7 +74,7 @@ def test_the_rule_saves_the_confirming_step_without_losing_accuracy():
     model = _logistic()
     optimum = model.fit(tol=1e-14, max_iter=100, warn=False).elbo
     tol = 1e-9
-    fit = _logistic().fit(tol=tol)
+    fit = _logistic().fit(tol=tol, acceleration=False)     # the rule alone (an extrapolation would end it sooner)
     gains = np.diff(fit.elbo_trace)
     assert fit.converged
     assert gains[-1] > tol * abs(fit.elbo)         # the plain change test alone would go on
@@ -86,8 +86,13 @@ def test_the_change_test_also_asks_for_the_tail_at_the_last_rate():
 
     assert _tail_at_last_rate([4.0, 3.0]) == pytest.approx(3.0 * 0.75 / 0.25)     # 3x the last gain at rate 0.75
     assert _tail_at_last_rate([1.0, 2.0]) == np.inf                               # gains growing: not converging
-    for gains in ([1.0], [1.0, -1e-15], [np.nan, 1e-9]):                           # nothing to extrapolate from
+    for gains in ([1.0], [1.0, -1e-15]):                                           # nothing to extrapolate from
         assert _tail_at_last_rate(gains) == 0.0
+    # after an extrapolated step no rate is known: a small change alone proves nothing
+    assert _tail_at_last_rate([np.nan, 1e-9]) == np.inf
+    assert _tail_at_last_rate([1.0, np.nan]) == np.inf
+    # the slower of the last two rates: a gain that rose after falling is no evidence of a fast rate
+    assert _tail_at_last_rate([1.0, 0.1, 0.09]) == pytest.approx(0.09 * 0.9 / 0.1)
 
 
 def test_a_slowly_converging_fit_stops_near_its_optimum_not_at_a_small_change():
@@ -105,3 +110,56 @@ def test_a_slowly_converging_fit_stops_near_its_optimum_not_at_a_small_change():
     fit = model.fit(init="prior", tol=tol, acceleration=False, max_iter=1000)
     assert fit.converged
     assert optimum - fit.elbo <= 1.2 * tol * abs(optimum)
+
+
+def test_the_remaining_gain_follows_a_slowly_rising_rate():
+    """Future ratios are taken to rise twice as fast as the last two did; the sum stops once a term is
+    below 1e-3 of it, bounding the rest by that term."""
+    slow = [1.0, 0.2, 0.0402]                        # ratios 0.2, 0.201: rising by 0.002 a step
+    terms = 0.0402 * np.cumprod(0.201 + 0.002 * np.arange(1, 21))
+    stop = np.nonzero(terms <= 1e-3 * np.cumsum(terms))[0][0]
+    assert estimated_remaining_gain(slow) == pytest.approx(terms[:stop + 1].sum() + terms[stop], rel=1e-12)
+    # ratios 0.2 then 0.22: rising by 0.04 a step, they reach 1/2 within 7 steps: no bound
+    assert estimated_remaining_gain([1.0, 0.2, 0.044]) == np.inf
+    # a steady or falling rate: the geometric tail at the last ratio
+    assert estimated_remaining_gain([1.0, 0.2, 0.03]) == pytest.approx(0.03 * 0.15 / 0.85)
+
+
+def test_anderson_extrapolation_from_consecutive_iterates_solves_a_linear_map():
+    """For s <- A s + b in R^3, the pairs of four consecutive iterates give the fixed point exactly."""
+    from efvi.inference._acceleration import AndersonAccelerator
+
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(3, 3))
+    A *= 0.8 / np.max(np.abs(np.linalg.eigvals(A)))
+    b = rng.normal(size=3)
+    accelerator = AndersonAccelerator(depth=5)
+    s = np.zeros(3)
+    assert accelerator.propose() is None                 # no history yet
+    for _ in range(4):
+        target = A @ s + b
+        accelerator.record(s, target)
+        s = target
+    np.testing.assert_allclose(accelerator.propose(), np.linalg.solve(np.eye(3) - A, b), rtol=1e-9, atol=1e-12)
+
+
+def test_a_fit_confirmed_after_extrapolations_is_within_its_tolerance():
+    """Mean-field logistic regression on breast cancer converges slowly (rate ~0.9) and is extrapolated:
+    the ordinary steps after an extrapolation only confirm convergence once two of them give a rate
+    (the first ordinary step's small change used to stop it 5x its tolerance from the optimum)."""
+    from sklearn.datasets import load_breast_cancer
+
+    from efvi.expfam import DiagonalGaussian
+
+    data = load_breast_cancer()
+    features = (data.data - data.data.mean(0)) / data.data.std(0)
+    X = np.column_stack([np.ones(len(features)), features])
+    dim = X.shape[1]
+    model = Model({"w": DiagonalGaussian.from_mean_var(np.zeros(dim), np.ones(dim))},
+                  [glm.GLM(likelihoods.BernoulliLogit(), X, data.target.astype(float), on="w")])
+    optimum = model.fit(tol=1e-14, max_iter=3000).elbo
+    tol = 1e-8
+    for init in (None, "prior"):
+        fit = model.fit(init=init, tol=tol)
+        assert fit.converged and fit.state.n_accelerated > 0
+        assert optimum - fit.elbo <= tol * abs(optimum)

@@ -181,9 +181,12 @@ def test_low_memory_learns_the_same_hyperparameters(small_segments):
     rng = np.random.default_rng(5)
     t = _times(rng, 60)
     y = rng.poisson(np.exp(np.sin(t))).astype(float)
+    # the low-memory block keeps no site history, so it is never extrapolated: compare with the stored
+    # block's fit without extrapolation (as above)
     fits = [Model({"f": lds.MarkovGP(K.Matern32(lengthscale=1.0, variance=1.0), t, learn_hyperparameters=True,
                                      hyper_max_iter=4, low_memory=low)},
-                  [Observe(likelihoods.Poisson(), y, on="f")]).fit(warn=False) for low in (True, False)]
+                  [Observe(likelihoods.Poisson(), y, on="f")]).fit(warn=False, acceleration=False)
+            for low in (True, False)]
     np.testing.assert_array_equal(fits[0].elbo_trace, fits[1].elbo_trace)
     np.testing.assert_array_equal(fits[0].posterior["f"].mean, fits[1].posterior["f"].mean)
 

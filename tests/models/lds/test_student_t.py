@@ -53,8 +53,12 @@ def test_default_fit_is_valid_monotone_and_equals_the_dense_gp():
 
     dense = _fit(gp.GP(KERNEL, t), y, tol=1e-14)
     assert dense.converged
-    # both blocks accept exactly the valid proposals, so the adaptive rule takes the same steps
-    np.testing.assert_array_equal(markov.rho_trace, dense.rho_trace)
+    # both blocks accept exactly the valid proposals, so the adaptive rule takes the same steps; at
+    # tol=1e-14 the fits end at the rounding of their ELBOs (~1e-12 nats), which differs between
+    # the two solvers, so they may stop a few full steps apart
+    common = min(len(markov.rho_trace), len(dense.rho_trace))
+    np.testing.assert_array_equal(markov.rho_trace[:common], dense.rho_trace[:common])
+    assert np.all(np.concatenate([markov.rho_trace[common:], dense.rho_trace[common:]]) == 1.0)
     np.testing.assert_allclose(markov.posterior["f"].mean, dense.posterior["f"].mean, rtol=RTOL, atol=RTOL)
     np.testing.assert_allclose(markov.posterior["f"].var, dense.posterior["f"].var, rtol=RTOL, atol=RTOL)
     np.testing.assert_array_equal(markov.sites[0].precision < 0, dense.sites[0].precision < 0)

@@ -68,7 +68,8 @@ def test_zero_variance_gives_the_log_density():
     assert np.all(np.abs(value - expected) <= 8 * np.finfo(float).eps * (1 + scale))
 
 
-@pytest.mark.parametrize("sd_over_d", [0.001, 0.008, 0.0085, 0.02, 0.024, 0.03, 0.06, 0.1, 0.14, 0.2, 0.27, 0.5, 1.0])
+@pytest.mark.parametrize("sd_over_d", [0.001, 0.008, 0.0085, 0.02, 0.024, 0.03, 0.06, 0.1, 0.14, 0.2, 0.27, 0.29, 0.32,
+                                       0.35, 0.38, 0.5, 1.0])
 def test_adaptive_ladder_matches_a_160_point_rule_on_every_rung(sd_over_d):
     """At every rung's edge the logistic expectation is within 1e-11 of a fine rule, its derivatives within 1e-10
     (the edges bound the value's error; the derivatives' is up to ~4e-11 there)."""
@@ -79,7 +80,7 @@ def test_adaptive_ladder_matches_a_160_point_rule_on_every_rung(sd_over_d):
         labels = np.full_like(m, y)
         adaptive = lik.variational_expectations(m, v, labels)
         fine = lik.variational_expectations(m, v, labels, n_points=160)
-        scale = 1.0 if sd_over_d <= 0.27 else 1e4 * max(1.0, sd_over_d) ** 2
+        scale = 1.0 if sd_over_d <= 0.38 else 1e4 * max(1.0, sd_over_d) ** 2
         for a, b, tol in zip(adaptive, fine, (1e-11, 1e-10, 1e-10)):
             np.testing.assert_allclose(a, b, rtol=0, atol=tol * scale)
 
