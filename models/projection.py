@@ -15,8 +15,12 @@ A projection is bound to its block when the model is built
     the sites' CVI targets in their stored form (usually ``(gamma, pi)``);
 ``zero_sites()``
     empty sites in that form;
-``informed(block, gamma, pi, g_m)``
-    data-informed first sites in that form, or None to start at the prior.
+``informed(block, gamma, pi, g_m, point_targets=None)``
+    data-informed first sites in that form, or None to start at the prior;
+    ``point_targets(a) -> (gamma, pi, g_m, log_lik)`` gives the zero-variance
+    targets at other values ``a`` of the points and ``sum_i log p(y_i | a_i)``,
+    for a projection that refines its start (the GLM's full rows take Newton
+    steps on the log joint).
 
 This module has the identity projection (:class:`PointValues`): point ``i`` is
 the ``i``-th value of a structured block (a GP's :math:`f(x_i)`, a state-space
@@ -111,7 +115,7 @@ class PointValues:
     def zero_sites(self):
         return (np.zeros(self.n_data), np.zeros(self.n_data))
 
-    def informed(self, block, natural_mean, precision, g_m):
+    def informed(self, block, natural_mean, precision, g_m, point_targets=None):
         return (natural_mean, precision)
 
 

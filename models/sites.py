@@ -141,12 +141,17 @@ class GaussianSiteFactor(Factor):
         if guess is None:
             return None
         guess = np.where(np.isnan(guess), 0.0, guess)   # missing points get zero sites anyway
-        _, g_m, g_v = self.likelihood._variational_expectations(guess, np.zeros(self.n_data), self.y)
-        if self.weights is not None:
-            g_m, g_v = g_m * self.weights, g_v * self.weights
-        natural_mean, precision = _site_targets(guess, g_m, g_v)
-        sites = self._view.informed(blocks[self.roles["on"]], natural_mean, precision, g_m)
+        natural_mean, precision, g_m, _ = self._point_targets(guess)
+        sites = self._view.informed(blocks[self.roles["on"]], natural_mean, precision, g_m, self._point_targets)
         return None if sites is None else {self.roles["on"]: sites}
+
+    def _point_targets(self, a):
+        """Zero-variance CVI targets at the point values ``a`` (N,): ``(gamma, pi, g_m, sum_i log p(y_i | a_i))``."""
+        value, g_m, g_v = self.likelihood._variational_expectations(a, np.zeros(self.n_data), self.y)
+        if self.weights is not None:
+            value, g_m, g_v = value * self.weights, g_m * self.weights, g_v * self.weights
+        natural_mean, precision = _site_targets(a, g_m, g_v)
+        return natural_mean, precision, g_m, float(np.sum(value))
 
     def first_step_targets(self, blocks):
         """The informed sites for an exponential-link likelihood (its CVI targets at a diffuse prior overflow)."""

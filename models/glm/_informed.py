@@ -1,12 +1,26 @@
-"""The weights a diagonal (mean-field) GLM posterior starts from.
+"""Where a GLM's sites start: data-informed sites, refined by Newton steps on the log joint.
 
-A full-covariance GLM starts from sites formed at the likelihood's data-based
-guess of each ``a_i`` (:meth:`efvi.models.likelihoods.Likelihood.initial_latent`):
-its first posterior mean is then the weighted least-squares (IRLS) solution
+A GLM starts from sites formed at the likelihood's data-based guess of each
+``a_i`` (:meth:`efvi.models.likelihoods.Likelihood.initial_latent`) with zero
+variance.  Their posterior mean is the weighted least-squares (IRLS) solution
 
 .. math:: (\\Lambda_0 + X^T \\Pi X) w = \\Lambda_0 m_0 + X^T \\gamma .
 
-A diagonal posterior's sites also hold a part formed at a weight mean; forming
+**Full covariance.**  CVI with zero variances is Newton's method (IRLS) on the
+log joint :math:`\\sum_i \\log p(y_i \\mid x_i^T w) + \\log N(w; m_0, \\Lambda_0^{-1})`:
+the targets at ``a = X w`` with ``v = 0`` are the pseudo-observations of the
+Newton step from ``w``.  A Newton step costs one Gram matrix, one
+Cholesky factorisation, ``X w`` and one likelihood evaluation per point -- about
+half a CVI iteration, which also needs the marginal variances, quadrature and the
+ELBO -- and from a rough guess it moves the fit about as far as a CVI iteration.
+So :func:`newton_sites` takes Newton steps while they raise the log joint by more
+than ``NEWTON_GAIN`` of its size (at most ``NEWTON_STEPS``), keeping the sites of
+the best point: from a poor guess CVI then starts near the MAP (breast-cancer
+logistic regression, nearly separable: 12 evaluations instead of 18, 0.83x the
+time).  An increase that fails (an overshoot, a precision
+that is not positive definite: non-log-concave likelihoods) ends the steps there.
+
+**Mean field.**  A diagonal posterior's sites also hold a part formed at a weight mean; forming
 it at the prior mean would throw that information away (and from a diffuse
 prior a log link's first step then overshoots by many orders of magnitude).
 So the diagonal start solves the same system, by conjugate gradients on
@@ -15,10 +29,74 @@ diagonal.  It only has to be a good start: CVI converges from it either way.
 """
 
 import numpy as np
+from scipy.linalg import LinAlgError, cho_factor, cho_solve
 from scipy.sparse.linalg import LinearOperator, cg
+
+from ._linalg import gram_and_projection
 
 MAX_CG_ITERATIONS = 50
 """Conjugate-gradient iterations of the start (each two passes over X)."""
+
+NEWTON_STEPS = 8
+"""Most Newton steps of a full-covariance start."""
+
+NEWTON_GAIN = 0.05
+"""No further Newton step once the next one is predicted (by its Newton decrement) to raise the log
+joint by at most this fraction of its magnitude: the damped phase from a poor guess is over, and from
+there CVI's own iterations converge about as fast as Newton's while also fitting the variances.  A
+1e5-point logistic regression, whose guess is good, stops after the first step (whose Gram matrix is
+the start's message anyway); taking Newton steps to the MAP there made the fit 1.17x slower."""
+
+
+def newton_sites(X, prior_mean, prior_precision, natural_mean, precision, point_targets):
+    """Informed sites after Newton steps on the log joint (see the module notes).
+
+    Parameters
+    ----------
+    X : ndarray, shape (N, D), C-contiguous
+    prior_mean : ndarray, shape (D,)
+    prior_precision : ndarray, shape (D, D)
+    natural_mean, precision : ndarray, shape (N,)
+        The informed sites ``gamma_i``, ``pi_i``.
+    point_targets : callable
+        ``point_targets(a) -> (gamma, pi, g_m, log_lik)``: the zero-variance
+        CVI targets at ``a`` (N,), the gradient ``g_m`` and ``sum_i log p(y_i | a_i)``.
+
+    Returns
+    -------
+    sites : tuple of ndarray, each shape (N,)
+        ``(gamma, pi)`` whose posterior mean has the highest log joint found (the
+        given sites if no Newton step improved on their mean).
+    message : tuple
+        Their message ``(X^T gamma, -X^T diag(pi) X / 2)``, computed on the way.
+    """
+    sites, chosen = (natural_mean, precision), None
+    best = -np.inf
+    prior_shift = prior_precision @ prior_mean
+    for _ in range(NEWTON_STEPS):
+        projection, gram = gram_and_projection(X, sites[1], sites[0])
+        try:
+            factor = cho_factor(prior_precision + gram, lower=True, check_finite=False)
+        except LinAlgError:
+            break
+        weights = cho_solve(factor, prior_shift + projection, check_finite=False)
+        offset = weights - prior_mean
+        gamma, pi, g_m, log_lik = point_targets(X @ weights)
+        objective = log_lik - 0.5 * offset @ prior_precision @ offset
+        if not (np.isfinite(objective) and objective > best):
+            break                                   # an overshoot: keep the sites of the best point
+        best, chosen = objective, (sites, (projection, -0.5 * gram))
+        if not (np.all(np.isfinite(gamma)) and np.all(np.isfinite(pi))):
+            break
+        # what the next step would gain, by this step's curvature: g^T H^{-1} g / 2 (its Newton decrement)
+        gradient = g_m @ X - prior_precision @ offset
+        if 0.5 * gradient @ cho_solve(factor, gradient, check_finite=False) <= NEWTON_GAIN * abs(objective):
+            break
+        sites = (gamma, pi)                         # their posterior mean is one Newton step further
+    if chosen is None:
+        projection, gram = gram_and_projection(X, precision, natural_mean)
+        return (natural_mean, precision), (projection, -0.5 * gram)
+    return chosen
 
 
 def informed_weights(X, natural_mean, precision, prior_mean, prior_var):

@@ -29,7 +29,7 @@ import numpy as np
 from ...expfam import DiagonalGaussian, Gaussian
 
 from ..projection import PointValues
-from ._informed import informed_weights
+from ._informed import informed_weights, newton_sites
 from ._linalg import gram_and_projection, marginals
 from .dual import DualWeights
 
@@ -91,6 +91,7 @@ class FullRows:
         self.X, self._conjugate, self._observed = X, conjugate, observed
         self._all_observed = bool(observed.all())
         self._gram = None
+        self._start_message = None
 
     def _rows(self, index):
         return self.X if index is None else self.X[index]
@@ -100,6 +101,9 @@ class FullRows:
 
     def message(self, sites, index):
         natural_mean, precision = sites[0], sites[1]
+        start, self._start_message = self._start_message, None
+        if start is not None and index is None and start[0][0] is natural_mean and start[0][1] is precision:
+            return start[1]
         common = self._common_precision(precision) if index is None else None
         if common is not None:
             # a Gaussian likelihood gives every observed point the same site precision E[tau]:
@@ -114,8 +118,13 @@ class FullRows:
     def zero_sites(self):
         return (np.zeros(self.X.shape[0]), np.zeros(self.X.shape[0]))
 
-    def informed(self, block, natural_mean, precision, g_m):
-        return (natural_mean, precision)
+    def informed(self, block, natural_mean, precision, g_m, point_targets=None):
+        if point_targets is None or self._conjugate:
+            return (natural_mean, precision)
+        prior = block.prior
+        sites, message = newton_sites(self.X, prior.mean, prior.precision, natural_mean, precision, point_targets)
+        self._start_message = (sites, message)     # the engine asks for it next: not formed twice
+        return sites
 
     def _common_precision(self, precision):
         """The site precision shared by every observed point (0 at missing ones), or None."""
@@ -165,7 +174,7 @@ class DiagonalRows:
     def zero_sites(self):
         return (np.zeros(self.X.shape[0]), np.zeros(self.X.shape[0]), np.zeros_like(self.X))
 
-    def informed(self, block, natural_mean, precision, g_m):
+    def informed(self, block, natural_mean, precision, g_m, point_targets=None):
         # the third part depends on the mean it is formed at: form it at the weighted-least-squares
         # weights of the informed sites (an IRLS step, solved approximately by CG), so that the fit
         # does not start from the prior's mean

@@ -91,7 +91,10 @@ def test_the_change_test_also_asks_for_the_tail_at_the_last_rate():
     # after an extrapolated step no rate is known: a small change alone proves nothing
     assert _tail_at_last_rate([np.nan, 1e-9]) == np.inf
     assert _tail_at_last_rate([1.0, np.nan]) == np.inf
-    # the slower of the last two rates: a gain that rose after falling is no evidence of a fast rate
+    assert _tail_at_last_rate([np.nan, 1e-6, 1e-7]) == np.inf       # one ratio since: a transient
+    # the slower of the last two rates: a gain that rose is no evidence of a fast rate
+    assert _tail_at_last_rate([1.0, 2.0, 0.1]) == np.inf
+    assert _tail_at_last_rate([1.0, 0.5, 0.1]) == pytest.approx(0.1 * 0.5 / 0.5)
     assert _tail_at_last_rate([1.0, 0.1, 0.09]) == pytest.approx(0.09 * 0.9 / 0.1)
 
 
