@@ -12,8 +12,9 @@ points: a ratio of about 0.75 per iteration).  Anderson acceleration (type II,
           s_{k+1} = G(s_k) - \\Delta G \\gamma,
 
 where the columns of ``Delta F`` and ``Delta G`` are successive differences.
-The engine records the pair of every iteration (:meth:`AndersonAccelerator.record`),
-extrapolated or not, so the differences are those of consecutive iterates (the
+The engine records the pair of every iteration while convergence is slow
+(:meth:`AndersonAccelerator.record`), extrapolated or not, and restarts the
+history after a gap, so the differences are those of consecutive iterates (the
 secants of the map); recording only when extrapolating mixed pairs iterations
 apart and took 1 (informed start) and 4 (from the prior) more iterations on
 breast-cancer logistic regression.
@@ -55,13 +56,15 @@ class AndersonAccelerator:
     def record(self, sites, targets):
         """Add the pair ``(sites, targets)`` of this iteration to the history.
 
-        Every iteration is recorded, extrapolated or not, so that the history
-        holds the differences of consecutive iterates.
+        The engine records consecutive iterations, extrapolated or not (and
+        resets the history after a gap), so that it holds the differences of
+        consecutive iterates.
 
         Parameters
         ----------
         sites, targets : ndarray, shape (P,)
-            Flattened current sites and their targets ``G(sites)``.
+            Flattened current sites and their targets ``G(sites)``; ``targets``
+            is kept (not copied): the caller must not change it afterwards.
         """
         residual = targets - sites
         if self._last_f is None or self._last_f.shape != residual.shape:
@@ -75,7 +78,7 @@ class AndersonAccelerator:
             np.subtract(targets, self._last_g, out=self._delta_g[row])
             self._next = (row + 1) % self.depth
             self._count = min(self._count + 1, self.depth)
-        self._last_f, self._last_g = residual, np.array(targets, dtype=float)
+        self._last_f, self._last_g = residual, targets
 
     def propose(self, metric=None):
         """The extrapolated sites from the history up to the last recorded pair, or None without history.

@@ -331,7 +331,10 @@ class Engine:
         targets = self._targets(b, batches)
         self._target_messages = {}
         controller = self.controller
-        if controller.accelerator is not None:
+        record, restart = controller.keeps_history(self.state.elbo_trace)
+        if restart:
+            controller.accelerator.reset()
+        if record:
             controller.accelerator.record(_flatten([self.state.sites[k][b] for k in ks]),
                                           _flatten([targets[k] for k in ks]))
         proposal = controller.accelerator.propose(self._anderson_metric(b)) if accelerate else None

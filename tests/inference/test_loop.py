@@ -166,3 +166,18 @@ def test_a_fit_confirmed_after_extrapolations_is_within_its_tolerance():
         fit = model.fit(init=init, tol=tol)
         assert fit.converged and fit.state.n_accelerated > 0
         assert optimum - fit.elbo <= tol * abs(optimum)
+
+
+def test_the_history_is_kept_only_while_convergence_is_slow_and_restarts_after_a_gap():
+    from efvi.inference._acceleration import AndersonAccelerator
+    from efvi.inference._controller import HISTORY_ABOVE, Controller
+    from efvi.inference._state import ControllerState
+
+    controller = Controller(None, ControllerState({}, accelerator=AndersonAccelerator()), 1e-8, False)
+    assert controller.keeps_history([0.0]) == (True, False)                  # no rate yet: keep
+    assert controller.keeps_history([0.0, 1.0, 1.5]) == (True, False)        # ratio 0.5: slow
+    fast = [0.0, 1.0, 1.0 + 0.5 * HISTORY_ABOVE]
+    assert controller.keeps_history(fast) == (False, False)                  # fast: no history
+    slow_again = fast + [fast[-1] + 0.5 * HISTORY_ABOVE * 0.9]
+    assert controller.keeps_history(slow_again) == (True, True)              # after a gap: start afresh
+    assert Controller(None, ControllerState({}), 1e-8, False).keeps_history([0.0]) == (False, False)
