@@ -20,9 +20,11 @@ span iterations:
   a stochastic fit compares the mean ELBO of its last two windows of 20
   iterations;
 * **honest convergence** -- a small ELBO change is evidence of convergence
-  only when the step could have moved the fit.  When the ELBO test passes
-  after a step shorter than a full CVI step (``rho < 1``: a short fixed step,
-  rejected proposals, back-offs, or no acceptable step at all), the controller
+  only when the step could have moved the fit and the next one would not
+  swing back.  When the ELBO test passes (after a step shorter than a full CVI
+  step -- ``rho < 1``: a short fixed step, rejected proposals, back-offs, or no
+  acceptable step at all -- or a full one, which may be half of a zig-zag
+  between two posteriors of nearly equal ELBO), the controller
   asks how far the full step from the current state would move the
   posterior, measured by the symmetrised KL (Jeffreys) divergence
   :math:`J = \langle \lambda_{full} - \lambda, \mu_{full} - \mu \rangle`,
@@ -281,7 +283,7 @@ def _after_extrapolation(gains):
 
 def _history_wanted(trace):
     if len(trace) < 3:
-        return True
+        return False        # no rate yet; extrapolation waits for one anyway (``_converging_slowly``)
     last, before = trace[-1] - trace[-2], trace[-2] - trace[-3]
     return not before > 0.0 or last >= HISTORY_ABOVE * before
 

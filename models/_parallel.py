@@ -122,3 +122,44 @@ def map_points(kernel, n):
     with _blas_controller().limit(limits=1, user_api="blas"):
         parts = list(_shared_pool().map(kernel, blocks))
     return tuple(np.concatenate(outputs) for outputs in zip(*parts))
+
+
+def overlap_points(produce, consume, n, chunk=MIN_POINTS_PER_THREAD):
+    """Run ``consume`` on each chunk of points on the pool while the calling thread produces the next.
+
+    For a per-point computation fed by BLAS work (a GLM's marginals, then the
+    likelihood's quadrature on them), the calling thread runs the BLAS part
+    of chunk ``k + 1`` while a pool thread runs the per-point part of chunk
+    ``k``, so the two overlap instead of following each other.  Each chunk has
+    at most ``chunk`` points, so ``consume``'s own :func:`map_points` stays on
+    its thread (no nested use of the pool).  Short inputs and a single thread
+    run ``produce`` then ``consume`` on the calling thread.
+
+    Parameters
+    ----------
+    produce : callable
+        ``produce(rows) -> tuple of (len(rows),) arrays`` for a slice ``rows``.
+    consume : callable
+        ``consume(rows, *produced) -> tuple of (len(rows),) arrays``; should release the GIL.
+    n : int
+        Number of points.
+
+    Returns
+    -------
+    produced, consumed : tuple of ndarray, each of shape (n,)
+        What ``produce`` and ``consume`` return for ``slice(0, n)``, joined in order.
+    """
+    if NUM_THREADS == 1 or n < 2 * chunk:
+        produced = produce(slice(0, n))
+        return produced, consume(slice(0, n), *produced)
+    produced, futures = [], []
+    pool = _shared_pool()
+    with _blas_controller().limit(limits=1, user_api="blas"):
+        for start in range(0, n, chunk):
+            rows = slice(start, min(start + chunk, n))
+            produced.append(produce(rows))
+            futures.append(pool.submit(consume, rows, *produced[-1]))
+        consumed = [future.result() for future in futures]
+    return (tuple(np.concatenate(parts) for parts in zip(*produced)),
+            tuple(np.concatenate(parts) for parts in zip(*consumed)))
+

@@ -30,12 +30,15 @@ parameter block's sites).  An integer weight is the same as repeating the
 point, a zero weight the same as dropping it.
 """
 
+import copy
+
 import numba
 import numpy as np
 
 from ..inference import Factor, FactorEval, GaussianSiteView
 
 from ._numba import NUMBA_OPTIONS
+from ._parallel import overlap_points
 from .likelihoods import Likelihood
 from .projection import PointValues
 
@@ -93,6 +96,7 @@ class GaussianSiteFactor(Factor):
             self._require_family(blocks, "on", *self.projection.families)
         self._view = self.projection.bind(self, blocks[self.roles["on"]])
         self._last_marginals = (None, None, None)
+        self._row_likelihoods = {}
 
     def replace_block(self, block):
         """The projection's replacement of the block it projects (the GLM's dual route), or None."""
@@ -166,13 +170,24 @@ class GaussianSiteFactor(Factor):
         # a sweep of variational message passing evaluates the factor again after updating another
         # block (a Gamma precision): the latent's marginals are unchanged then, so they are kept
         last_q, last_index, marginals = self._last_marginals
-        if last_q is not q_block or last_index is not index:
+        n_points = COARSE_POINTS if coarse else None
+        overlapped = (last_q is not q_block and index is None and not self.likelihood.latent_parameters
+                      and hasattr(self._view, "marginal_rows"))
+        if overlapped:
+            # the marginals of later rows (BLAS) overlap the quadrature of earlier ones (a pool thread)
+            marginals, (expected, g_m, g_v) = overlap_points(
+                self._view.marginal_rows(q_block),
+                lambda rows, m, v: _rows_expectations(self._rows_likelihood(rows), m, v, n_points),
+                self.n_data)
+            self._last_marginals, targets = (q_block, index, marginals), {}
+        elif last_q is not q_block or last_index is not index:
             marginals = self._view.marginals(q_block, index)
             self._last_marginals = (q_block, index, marginals)
         mean, var = marginals
-        y = self.y if index is None else self.y[index]
-        lik = self.likelihood if index is None else self.likelihood.subset(index)
-        expected, g_m, g_v, targets = lik.site_expectations(q, mean, var, y, COARSE_POINTS if coarse else None)
+        if not overlapped:
+            y = self.y if index is None else self.y[index]
+            lik = self.likelihood if index is None else self.likelihood.subset(index)
+            expected, g_m, g_v, targets = lik.site_expectations(q, mean, var, y, n_points)
         if self.weights is not None:
             expected, g_m, g_v, targets = _weighted(self.weights if index is None else self.weights[index],
                                                     expected, g_m, g_v, targets)
@@ -181,6 +196,20 @@ class GaussianSiteFactor(Factor):
         targets[self.roles["on"]] = self._view.targets(q_block, natural_mean, precision, g_m, index)
         return FactorEval(expected, targets)
 
+    def _rows_likelihood(self, rows):
+        """The likelihood and observations of the points ``rows`` (a slice), kept for later evaluations.
+
+        A likelihood caches what depends on ``y`` alone (the closed forms' ``log y!``),
+        keyed on the ``y`` array it was given: each slice of the points gets its own
+        copy of the likelihood and the same view of ``y`` every time, so the cache holds.
+        """
+        kept = self.__dict__.setdefault("_row_likelihoods", {})
+        key = (rows.start, rows.stop)
+        if key not in kept:
+            likelihood = self.likelihood.subset(rows)
+            kept[key] = (copy.copy(likelihood) if likelihood is self.likelihood else likelihood, self.y[rows])
+        return kept[key]
+
     def message(self, block_name, sites, index=None):
         if block_name != self.roles["on"]:        # a latent parameter block: the sum of its conjugate sites
             return tuple(np.sum(part, axis=0) for part in sites)
@@ -188,6 +217,11 @@ class GaussianSiteFactor(Factor):
 
     def site_view(self, sites):
         return GaussianSiteView(sites, self.roles["on"])
+
+
+def _rows_expectations(likelihood_and_y, mean, var, n_points):
+    likelihood, y = likelihood_and_y
+    return likelihood._variational_expectations(mean, var, y, n_points)
 
 
 def check_weights(weights, n_data, name="weights"):

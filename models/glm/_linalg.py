@@ -83,7 +83,21 @@ def _syrk_update(gram, block, sign):
     return blas.dsyrk(sign, block.T, beta=1.0, c=gram, trans=0, lower=0, overwrite_c=1)
 
 
-def marginals(X, mean, precision_chol):
+def precision_inverse(precision_chol):
+    """``L^{-1}`` of the lower Cholesky factor ``L`` of a precision (LAPACK ``dtrtri``), Fortran order.
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        If ``L`` is singular.
+    """
+    inverse, info = lapack.dtrtri(np.asfortranarray(precision_chol), lower=1)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"the precision's Cholesky factor is singular (dtrtri info {info})")
+    return inverse
+
+
+def marginals(X, mean, precision_chol, inverse=None):
     """Means ``x_i^T m`` and variances ``x_i^T V x_i = ||L^{-1} x_i||^2`` in one blocked pass.
 
     ``L`` is the lower Cholesky factor of the posterior precision ``V^{-1} = L L^T``,
@@ -98,15 +112,15 @@ def marginals(X, mean, precision_chol):
     X : ndarray, shape (N, D), C-contiguous
     mean : ndarray, shape (D,)
     precision_chol : ndarray, shape (D, D), lower triangular.
+    inverse : ndarray, shape (D, D), optional
+        ``precision_inverse(precision_chol)`` when already computed (row blocks of one ``X``).
 
     Returns
     -------
     means, variances : ndarray, shape (N,)
     """
     n, dim = X.shape
-    inverse, info = lapack.dtrtri(np.asfortranarray(precision_chol), lower=1)
-    if info != 0:
-        raise np.linalg.LinAlgError(f"the precision's Cholesky factor is singular (dtrtri info {info})")
+    inverse = precision_inverse(precision_chol) if inverse is None else inverse
     means = X @ mean
     variances = np.empty(n)
     buffer = np.empty((min(ROW_BLOCK, n), dim))

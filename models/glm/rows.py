@@ -30,7 +30,7 @@ from ...expfam import DiagonalGaussian, Gaussian
 
 from ..projection import PointValues
 from ._informed import informed_weights, newton_sites
-from ._linalg import gram_and_projection, marginals
+from ._linalg import gram_and_projection, marginals, precision_inverse
 from .dual import DualWeights
 
 
@@ -98,6 +98,12 @@ class FullRows:
 
     def marginals(self, q, index):
         return marginals(self._rows(index), q.mean, q.precision_cholesky)
+
+    def marginal_rows(self, q):
+        """``rows -> (means, variances)`` of the points ``rows`` (a slice), the triangular inverse formed once."""
+        mean, chol = q.mean, q.precision_cholesky
+        inverse = precision_inverse(chol)
+        return lambda rows: marginals(self.X[rows], mean, chol, inverse)
 
     def message(self, sites, index):
         natural_mean, precision = sites[0], sites[1]
