@@ -21,10 +21,11 @@ span iterations:
   iterations;
 * **honest convergence** -- a small ELBO change is evidence of convergence
   only when the step could have moved the fit and the next one would not
-  swing back.  When the ELBO test passes (after a step shorter than a full CVI
-  step -- ``rho < 1``: a short fixed step, rejected proposals, back-offs, or no
-  acceptable step at all -- or a full one, which may be half of a zig-zag
-  between two posteriors of nearly equal ELBO), the controller
+  swing back.  When the ELBO test passes after a step shorter than a full CVI
+  step (``rho < 1``: a short fixed step, rejected proposals, back-offs, or no
+  acceptable step at all), or in a fit that has been extrapolated (whose full
+  step may be half of a zig-zag between two posteriors of nearly equal ELBO),
+  the controller
   asks how far the full step from the current state would move the
   posterior, measured by the symmetrised KL (Jeffreys) divergence
   :math:`J = \langle \lambda_{full} - \lambda, \mu_{full} - \mu \rangle`,
