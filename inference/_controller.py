@@ -222,23 +222,21 @@ def estimated_remaining_gain(gains):
     ratio, ratio_before = last / second, second / first
     if not (ratio < 0.5 and ratio_before < 0.5):
         return np.inf
-    return _rising_tail(last, ratio, 2.0 * max(ratio - ratio_before, 0.0), 0.5)
+    return _rising_tail(last, ratio, 2.0 * max(ratio - ratio_before, 0.0))
 
 
-def _rising_tail(last, rate, rise, limit):
-    """``sum_j last * r_1 ... r_j`` with ``r_j = rate + j * rise``; inf once some ``r_j`` reaches ``limit``.
+def _rising_tail(last, rate, rise):
+    """``sum_j last * r_1 ... r_j`` with ``r_j = rate + j * rise`` (``rate < 1/2``); inf once some ``r_j`` reaches 1/2.
 
     ``last * rate / (1 - rate)`` when ``rise`` is 0.  The sum stops once a term is below 1e-3 of it
     (what is left is then below that term, which is added) or after ``RISING_HORIZON`` terms (inf).
     """
-    if rate >= limit:
-        return np.inf
     if rise == 0.0:
         return last * rate / (1.0 - rate)
     tail, term = 0.0, last
     for step in range(1, RISING_HORIZON + 1):
         rate_now = rate + step * rise
-        if rate_now >= limit:
+        if rate_now >= 0.5:
             return np.inf
         term *= rate_now
         tail += term
@@ -283,19 +281,22 @@ def _after_extrapolation(gains):
 
 
 def _history_wanted(trace):
-    if len(trace) < 3:
-        return False        # no rate yet; extrapolation waits for one anyway (``_converging_slowly``)
-    last, before = trace[-1] - trace[-2], trace[-2] - trace[-3]
-    return not before > 0.0 or last >= HISTORY_ABOVE * before
+    return _gain_ratio_at_least(trace, HISTORY_ABOVE)
 
 
 def _converging_slowly(trace):
+    # no rate before two gains, and one difference of iterates is a poor secant: the extrapolated second
+    # step of a 1e5-point logistic regression gained less than the ordinary one and cost two steps
+    return _gain_ratio_at_least(trace, ACCELERATE_ABOVE)
+
+
+def _gain_ratio_at_least(trace, threshold):
+    """Whether the last ELBO gain is at least ``threshold`` times the one before (or that one did not
+    increase the ELBO); False before two gains are known."""
     if len(trace) < 3:
-        # no rate known yet, and one difference of iterates is a poor secant: the extrapolated second
-        # step of a 1e5-point logistic regression gained less than the ordinary one and cost two steps
         return False
     last, before = trace[-1] - trace[-2], trace[-2] - trace[-3]
-    return not before > 0.0 or last >= ACCELERATE_ABOVE * before
+    return not before > 0.0 or last >= threshold * before
 
 
 def _windows_agree(trace, tol, length=STOCHASTIC_WINDOW):

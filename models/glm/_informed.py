@@ -88,9 +88,12 @@ def newton_sites(X, prior_mean, prior_precision, natural_mean, precision, point_
         best, chosen = objective, (sites, (projection, -0.5 * gram))
         if not (np.all(np.isfinite(gamma)) and np.all(np.isfinite(pi))):
             break
-        # what the next step would gain, by this step's curvature: g^T H^{-1} g / 2 (its Newton decrement)
-        gradient = g_m @ X - prior_precision @ offset
-        if 0.5 * gradient @ cho_solve(factor, gradient, check_finite=False) <= NEWTON_GAIN * abs(objective):
+        # what the next step would gain, by this step's curvature: g^T H^{-1} g / 2 (its Newton decrement);
+        # far from the data it may overflow, and the next step's log joint decides instead
+        with np.errstate(over="ignore", invalid="ignore"):
+            gradient = g_m @ X - prior_precision @ offset
+            predicted = 0.5 * gradient @ cho_solve(factor, gradient, check_finite=False)
+        if predicted <= NEWTON_GAIN * abs(objective):
             break
         sites = (gamma, pi)                         # their posterior mean is one Newton step further
     if chosen is None:

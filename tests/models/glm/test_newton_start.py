@@ -75,20 +75,44 @@ def test_the_start_message_is_that_of_the_returned_sites():
     np.testing.assert_allclose(again[1], message[1], rtol=1e-14, atol=1e-14)
 
 
-def test_an_overshooting_step_is_not_taken():
-    """Poisson counts up to ~1e3 under a diffuse prior: a full Newton step from the guess can overshoot;
-    whatever is returned, its posterior mean is no worse than the guess's."""
+def test_a_step_that_lowers_the_log_joint_ends_the_steps_at_the_best_point(monkeypatch):
+    """A third Newton step made to lower the log joint (as an overshoot would): the sites returned are
+    those whose posterior mean is the second point, i.e. the targets formed at the first."""
+    X, y = _logistic(scale=3.0)
+    model, _, _ = _start(likelihoods.BernoulliLogit(), X, y, np.eye(X.shape[1]))
+    factor = model.factors[0]
+    guess = factor._point_targets(np.where(y > 0, 1.1, -1.1))
+    calls = []
+
+    def point_targets(a):
+        result = factor._point_targets(a)
+        calls.append(result)
+        return result if len(calls) != 3 else (*result[:3], result[3] - 1e6)
+
+    monkeypatch.setattr(_informed, "NEWTON_GAIN", 0.0)
+    sites, message = _informed.newton_sites(X, np.zeros(X.shape[1]), np.eye(X.shape[1]), guess[0], guess[1],
+                                            point_targets)
+    assert len(calls) == 3 and calls[1][3] > calls[0][3]       # the second point was better than the first
+    assert sites[0] is calls[0][0] and sites[1] is calls[0][1]
+    projection, gram = gram_and_projection(X, sites[1], sites[0])
+    np.testing.assert_array_equal(message[1], -0.5 * gram)
+
+
+def test_a_start_far_below_an_exponential_link_stays_finite_and_quiet():
+    """Poisson sites formed 6 below log(y): the first step lands where exp overflows; the steps stop
+    there without a floating-point warning and return finite sites."""
+    import warnings
+
     rng = np.random.default_rng(3)
     X = np.column_stack([np.ones(200), rng.normal(size=200)])
     y = rng.poisson(np.exp(1.0 + 2.5 * X[:, 1])).astype(float)
-    likelihood, prior_cov = likelihoods.Poisson(), 1e4 * np.eye(2)
-    _, sites, w_start = _start(likelihood, X, y, prior_cov)
-    assert np.all(np.isfinite(sites[0])) and np.all(sites[1] >= 0)
-    informed = Model({"w": Gaussian.from_mean_cov(np.zeros(2), prior_cov)},
-                     [glm.GLM(likelihood, X, y, on="w")])
-    assert np.isfinite(_log_joint(likelihood, X, y, w_start, prior_cov))
-    fit = informed.fit()
-    assert fit.converged
+    model, _, _ = _start(likelihoods.Poisson(), X, y, 1e4 * np.eye(2))
+    factor = model.factors[0]
+    gamma, pi, _, _ = factor._point_targets(np.log(y + 0.5) - 6.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sites, _ = _informed.newton_sites(X, np.zeros(2), 1e-4 * np.eye(2), gamma, pi, factor._point_targets)
+    assert all(np.all(np.isfinite(part)) for part in sites) and np.all(sites[1] >= 0)
 
 
 def test_a_non_log_concave_likelihood_keeps_a_valid_start():
