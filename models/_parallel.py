@@ -130,7 +130,8 @@ def overlap_points(produce, consume, n, chunk=MIN_POINTS_PER_THREAD):
     For a per-point computation fed by BLAS work (a GLM's marginals, then the
     likelihood's quadrature on them), the calling thread runs the BLAS part
     of chunk ``k + 1`` while a pool thread runs the per-point part of chunk
-    ``k``, so the two overlap instead of following each other.  Each chunk has
+    ``k``, so the two overlap instead of following each other; the calling
+    thread consumes the last chunk itself.  Each chunk has
     at most ``chunk`` points, so ``consume``'s own :func:`map_points` stays on
     its thread (no nested use of the pool).  Short inputs and a single thread
     run ``produce`` then ``consume`` on the calling thread.
@@ -155,11 +156,16 @@ def overlap_points(produce, consume, n, chunk=MIN_POINTS_PER_THREAD):
     produced, futures = [], []
     pool = _shared_pool()
     with _blas_controller().limit(limits=1, user_api="blas"):
-        for start in range(0, n, chunk):
-            rows = slice(start, min(start + chunk, n))
+        starts = range(0, n, chunk)
+        for start in starts[:-1]:
+            rows = slice(start, start + chunk)
             produced.append(produce(rows))
             futures.append(pool.submit(consume, rows, *produced[-1]))
-        consumed = [future.result() for future in futures]
+        # the last chunk runs here, while the pool finishes the one before: no thread waits for the other
+        rows = slice(starts[-1], n)
+        produced.append(produce(rows))
+        last = consume(rows, *produced[-1])
+        consumed = [future.result() for future in futures] + [last]
     return (tuple(np.concatenate(parts) for parts in zip(*produced)),
             tuple(np.concatenate(parts) for parts in zip(*consumed)))
 
