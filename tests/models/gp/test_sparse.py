@@ -246,3 +246,21 @@ def test_predictions_through_the_fit_intervals_and_joint_samples():
     draws = latent.sample(40000, seed=0)
     np.testing.assert_allclose(np.cov(draws.T), cov, atol=5 * np.sqrt(2.0 / 40000) * np.diag(cov).max())
     np.testing.assert_allclose(draws.mean(axis=0), mean, atol=5 * np.sqrt(np.diag(cov).max() / 40000))
+
+
+def test_features_match_dense_nystrom():
+    """``Phi Phi^T`` is the Nystrom matrix ``K_xz K_zz^{-1} K_zx`` and ``d`` its diagonal's complement, over
+    several blocks of rows (dense numpy solve as the reference)."""
+    from efvi.models.gp.sparse import FEATURE_ROWS, features, inducing_cholesky
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-3.0, 3.0, size=(2 * FEATURE_ROWS + 37, 2))
+    Z = rng.uniform(-3.0, 3.0, size=(23, 2))
+    kernel = gp.kernels.Matern32(lengthscale=0.7, variance=1.3)
+    chol = inducing_cholesky(kernel, Z, 1e-8)
+    phi, d = features(kernel, X, Z, chol)
+    Kzz = chol @ chol.T
+    Kxz = kernel(X, Z)
+    nystrom = Kxz @ np.linalg.solve(Kzz, Kxz.T)
+    np.testing.assert_allclose(phi @ phi.T, nystrom, rtol=0, atol=1e-11)
+    np.testing.assert_allclose(phi, np.linalg.solve(chol, Kxz.T).T, rtol=0, atol=1e-11)
+    np.testing.assert_allclose(d, np.maximum(kernel.diag(X) - np.diag(nystrom), 0.0), rtol=0, atol=1e-11)
