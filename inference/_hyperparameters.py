@@ -29,7 +29,8 @@ A block that learns provides ``hyperparameters()``, ``with_hyperparameters(theta
 """
 
 import numpy as np
-from scipy.optimize import minimize
+
+from .lbfgs import minimise
 
 
 class _BudgetSpent(Exception):
@@ -101,12 +102,11 @@ def learn(loop):
     max_iter = min(engine.blocks[b].hyper_max_iter for b in engine.learners)
     try:
         search(start)
-        result = minimize(search, start, jac=True, method="L-BFGS-B",
-                          options={"maxiter": max_iter, "ftol": 1e-3 * tol, "gtol": 1e-6})
+        result, converged, message = minimise(search, start, tol, max_iter,
+                                              lambda: [logged[1] for logged in search.log])
         search(result.x)                                # leave the engine at the optimum
     except _BudgetSpent:
         return False
-    if not result.success:
-        loop.failure = (f"the hyperparameter optimiser (L-BFGS-B, ftol={1e-3 * tol:.0e}) stopped "
-                        f"without converging: {result.message}")
-    return bool(result.success)
+    if not converged:
+        loop.failure = message
+    return converged

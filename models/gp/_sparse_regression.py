@@ -32,9 +32,9 @@ the training inputs both maximise the same log marginal likelihood.
 import warnings
 
 import numpy as np
-from scipy.optimize import minimize
 
 from ...inference import ConvergenceWarning, Model
+from ...inference.lbfgs import describe, minimise
 from .. import likelihoods
 from ..observe import Observe
 from .sparse import SparseGP
@@ -61,18 +61,6 @@ class SparseRegression:
     def __init__(self, fit, kernel, noise_variance, bounds, converged, message):
         self.fit, self.kernel, self.noise_variance = fit, kernel, noise_variance
         self.bounds, self.converged, self.message = bounds, converged, message
-
-
-def _at_round_off(bounds, tol):
-    """Whether the last ``STALLED_EVALUATIONS`` bounds agree to ``tol`` (relative): a failed line search there
-    has met the tolerance (``ftol = 1e-3 tol`` can be below the bound's round-off)."""
-    last = np.asarray(bounds[-STALLED_EVALUATIONS:])
-    return (last.shape[0] == STALLED_EVALUATIONS and bool(np.all(np.isfinite(last)))
-            and float(np.ptp(last)) <= tol * float(np.max(np.abs(last))))
-
-
-STALLED_EVALUATIONS = 5
-"""Evaluations whose bounds must agree to ``tol`` for a failed line search to count as converged."""
 
 
 class BudgetSpent(Exception):
@@ -189,20 +177,16 @@ def fit_collapsed(kernel, X, y, inducing, learn_inducing, noise_variance, noise_
     objective = CollapsedBound(kernel, X, y, inducing, learn_inducing, noise_floor, fit_options)
     start = objective.start(noise_variance)
     tol, objective.budget = float(fit_options["tol"]), max(int(fit_options["max_iter"]), 1)
-    optimiser = f"the hyperparameter optimiser (L-BFGS-B, ftol={1e-3 * tol:.0e})"
     if progress:
         from tqdm.auto import tqdm
 
         objective.bar = tqdm(total=objective.budget, desc="efvi sparse GP regression", leave=False)
     try:
         objective(start)
-        result = minimize(objective, start, jac=True, method="L-BFGS-B",
-                          options={"maxiter": hyper_max_iter, "ftol": 1e-3 * tol, "gtol": 1e-6})
-        converged = bool(result.success) or (result.status == 2 and _at_round_off(objective.bounds, tol))
-        message = "" if converged else f"{optimiser} stopped without converging: {result.message}"
+        _, converged, message = minimise(objective, start, tol, hyper_max_iter, lambda: objective.bounds)
     except BudgetSpent:
         converged, message = False, (f"the fit stopped at max_iter={objective.budget} evaluations of the "
-                                     f"collapsed bound before {optimiser} converged")
+                                     f"collapsed bound before {describe(tol)} converged")
     finally:
         if objective.bar is not None:
             objective.bar.close()
