@@ -35,7 +35,7 @@ from .result import _LIKELIHOOD_LOADERS, _REBUILDERS, FitResult, Marginals
 from ._state import ControllerState, FitState, HyperState
 from .steps import RULES
 
-FORMAT = "efvi-fit-3"
+FORMAT = "efvi-fit-4"
 
 _META_KEYS = {"format", "arrays", "converged", "message", "timings", "iteration", "n_backoffs", "n_accelerated",
               "coarse", "posterior", "sites", "messages", "site_views", "factor_names", "orders", "positions",
@@ -184,7 +184,9 @@ def _layout(result):
             "accelerator_rest": int(controller.accelerator_rest),
             "accelerator_failures": int(controller.accelerator_failures),
         },
-        "hyper": {"names": {b: list(result.hyperparameter_names.get(b, ())) for b in state.hyper.theta}},
+        "hyper": {"names": {b: list(result.hyperparameter_names.get(b, ())) for b in state.hyper.theta},
+                  "log_scale": {b: [bool(x) for x in result.hyperparameter_log_scale.get(b, ())]
+                                for b in state.hyper.theta}},
         "likelihoods": [_likelihood_entry(result, k) for k in range(len(result.likelihoods))],
     }
     return arrays, meta
@@ -309,8 +311,8 @@ class _Reader:
         posterior, shapes = self._posterior(get.dict("posterior"))
         sites, n_data = self._sites(get.list("sites"))
         messages = self._messages(get.list("messages"), len(sites), shapes)
-        state = FitState(sites, messages, self._rng(meta["rng"]), self._controller(get.dict("controller")),
-                         self._hyper(get.dict("hyper")))
+        hyper, log_scale = self._hyper(get.dict("hyper"))
+        state = FitState(sites, messages, self._rng(meta["rng"]), self._controller(get.dict("controller")), hyper)
         state.orders, state.positions = self._orders(get, n_data)
         state.iteration = get.int("iteration")
         state.n_backoffs, state.n_accelerated = get.int("n_backoffs"), get.int("n_accelerated")
@@ -326,6 +328,7 @@ class _Reader:
         return FitResult(posterior, views, state, get.bool("converged"), self._timings(get.dict("timings")),
                          message=get.str("message"), factor_names=factor_names,
                          hyperparameter_names={b: tuple(n) for b, n in meta["hyper"]["names"].items()},
+                         hyperparameter_log_scale=log_scale,
                          likelihoods=likelihoods, unsaved_likelihoods=unsaved)
 
     def _likelihoods(self, entries, n_factors):
@@ -524,11 +527,18 @@ class _Reader:
         return history
 
     def _hyper(self, spec):
-        _exactly(self, spec, {"names"}, "__meta__.hyper")
+        """The search state, and by block which hyperparameters are logs."""
+        _exactly(self, spec, {"names", "log_scale"}, "__meta__.hyper")
         names = spec["names"]
         self.check(isinstance(names, dict) and all(isinstance(n, list) and n and all(isinstance(x, str) for x in n)
                                                    for n in names.values()),
                    "__meta__.hyper.names", "must map each learning block to its parameter names")
+        log_scale = spec["log_scale"]
+        self.check(isinstance(log_scale, dict) and set(log_scale) == set(names)
+                   and all(isinstance(flags, list) and len(flags) == len(names[b])
+                           and all(isinstance(x, bool) for x in flags) for b, flags in log_scale.items()),
+                   "__meta__.hyper.log_scale", "must map each learning block to one true/false per parameter name")
+        log_scale = {b: tuple(flags) for b, flags in log_scale.items()}
         theta = {}
         for i, (b, n) in enumerate(names.items()):
             theta[b] = self.array(f"hyper/theta/{i}")
@@ -544,7 +554,7 @@ class _Reader:
             for key, a in (("theta", points), ("gradient", gradients)):
                 self.check(a.shape == (count, size), f"hyper/evaluations/{key}", f"must have shape ({count}, {size})")
             evaluations = [(points[j], float(values[j]), gradients[j]) for j in range(count)]
-        return HyperState(theta, evaluations)
+        return HyperState(theta, evaluations), log_scale
 
     def _views(self, spec, sites):
         self.check(len(spec) == len(sites), "__meta__.site_views", f"must have one entry per factor ({len(sites)})")

@@ -82,15 +82,30 @@ class Block:
         """Names of the entries of :meth:`hyperparameters` (a result reports them by name)."""
         return ()
 
+    def hyperparameter_log_scale(self):
+        """Which entries of :meth:`hyperparameters` are logs of positive parameters, shape (n,) of bool.
 
-def hyperparameter_value(name, value):
-    """The reported value of the learned hyperparameter ``name``: ``exp(value)``, or ``value`` for an inducing input.
+        A result reports those as ``exp(theta)`` and the others as they are.
+        By default every entry is a log (kernel lengthscales and variances);
+        a block that learns unconstrained values (a sparse GP's inducing
+        inputs) marks them False.
+        """
+        return np.ones(len(self.hyperparameter_names()), dtype=bool)
 
-    A block learns the logs of positive parameters (kernel lengthscales and
-    variances), except the inducing inputs of a sparse GP, named
-    ``"inducing[i,j]"``, which are learned as they are.
+
+def hyperparameter_values(theta, log_scale):
+    """The reported values of learned hyperparameters: ``exp(theta)`` where ``log_scale``, else ``theta``.
+
+    Parameters
+    ----------
+    theta : ndarray, shape (n,)
+    log_scale : sequence of bool, length n
+
+    Returns
+    -------
+    list of float
     """
-    return float(value) if name.startswith("inducing[") else float(np.exp(value))
+    return [float(np.exp(value)) if log else float(value) for value, log in zip(theta, log_scale)]
 
 
 class ExpFamBlock(Block):

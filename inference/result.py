@@ -3,7 +3,7 @@
 import numpy as np
 
 from ..expfam import ExponentialFamily
-from .blocks import hyperparameter_value
+from .blocks import hyperparameter_values
 
 
 class PriorNotSupportedError(NotImplementedError):
@@ -51,6 +51,9 @@ class FitResult:
         A short description of each factor, in the model's order.
     hyperparameter_names : dict
         Block name -> names of its learned hyperparameters.
+    hyperparameter_log_scale : dict
+        Block name -> for each learned hyperparameter, whether it is learned as a log (then
+        reported as ``exp(theta)``).
     likelihoods : list
         Each factor's likelihood (None for a factor without one), in the
         model's order: what :meth:`predict` uses when it is given ``factor=``
@@ -59,7 +62,8 @@ class FitResult:
     """
 
     def __init__(self, posterior, sites, state, converged, timings, message="", priors=None,
-                 hyperparameter_names=None, factor_names=None, likelihoods=None, unsaved_likelihoods=None):
+                 hyperparameter_names=None, factor_names=None, likelihoods=None, unsaved_likelihoods=None,
+                 hyperparameter_log_scale=None):
         self.posterior = posterior
         self.sites = sites
         self.state = state
@@ -70,6 +74,10 @@ class FitResult:
         if hyperparameter_names is None:
             hyperparameter_names = {b: tuple(p.hyperparameter_names()) for b, p in self.priors.items()}
         self.hyperparameter_names = hyperparameter_names
+        if hyperparameter_log_scale is None:
+            hyperparameter_log_scale = {b: tuple(bool(x) for x in p.hyperparameter_log_scale())
+                                        for b, p in self.priors.items()}
+        self.hyperparameter_log_scale = hyperparameter_log_scale
         self.factor_names = list(factor_names) if factor_names is not None else [""] * len(sites)
         self.likelihoods = list(likelihoods) if likelihoods is not None else [None] * len(sites)
         # a loaded fit: factor index -> why its likelihood is not there (its class, which a file cannot rebuild)
@@ -104,7 +112,7 @@ class FitResult:
     @property
     def hyperparameters(self):
         """dict: block name -> {parameter name: learned value} for blocks that learn hyperparameters."""
-        return {b: {name: hyperparameter_value(name, value) for name, value in zip(self.hyperparameter_names[b], theta)}
+        return {b: dict(zip(self.hyperparameter_names[b], hyperparameter_values(theta, self.hyperparameter_log_scale[b])))
                 for b, theta in self.state.hyper.theta.items()}
 
     def as_prior(self, blocks=None):

@@ -203,6 +203,11 @@ class SparseGP(Block):
             names += [f"inducing[{i},{j}]" for i in range(self.Z.shape[0]) for j in range(self.Z.shape[1])]
         return tuple(names)
 
+    def hyperparameter_log_scale(self):
+        """The kernel's hyperparameters are logs; the inducing inputs are learned as they are."""
+        n_kernel = self.kernel.n_params if self.learn_kernel else 0
+        return np.arange(n_kernel + (self.Z.size if self.learn_inducing else 0)) < n_kernel
+
     def with_hyperparameters(self, theta):
         """A new block with the hyperparameters ``theta`` (ordered as :meth:`hyperparameters`)."""
         theta = np.asarray(theta, dtype=float)

@@ -264,3 +264,33 @@ def test_features_match_dense_nystrom():
     np.testing.assert_allclose(phi @ phi.T, nystrom, rtol=0, atol=1e-11)
     np.testing.assert_allclose(phi, np.linalg.solve(chol, Kxz.T).T, rtol=0, atol=1e-11)
     np.testing.assert_allclose(d, np.maximum(kernel.diag(X) - np.diag(nystrom), 0.0), rtol=0, atol=1e-11)
+
+
+def test_kernel_and_inducing_values_are_reported_by_their_scale_after_a_save(tmp_path):
+    """Kernel hyperparameters are learned as logs and reported as exp(theta); inducing inputs as they are.
+    The block says which is which (``hyperparameter_log_scale``), and a fit file keeps it."""
+    import json
+
+    from efvi.inference import FitFileError, FitResult
+
+    X, y = _classification(n=40, seed=7)
+    Z = np.linspace(-2.0, 2.0, 3)[:, None]
+    block = gp.SparseGP(gp.kernels.RBF(lengthscale=0.9, variance=1.2), X, Z, learn_hyperparameters=True,
+                        learn_inducing=True, hyper_max_iter=5)
+    np.testing.assert_array_equal(block.hyperparameter_log_scale(), [True, True, False, False, False])
+    fit = _fit(block, likelihoods.BernoulliLogit(), y, tol=1e-6, warn=False)
+    theta = fit.state.hyper.theta["f"]
+    names = fit.hyperparameter_names["f"]
+    expected = {name: (float(np.exp(t)) if i < 2 else float(t)) for i, (name, t) in enumerate(zip(names, theta))}
+    assert fit.hyperparameters["f"] == expected
+    path = tmp_path / "fit.npz"
+    fit.save(path)
+    assert FitResult.load(path).hyperparameters == fit.hyperparameters
+    with np.load(path, allow_pickle=False) as data:
+        entries = {key: data[key] for key in data.files}
+    meta = json.loads(str(entries["__meta__"]))
+    # flags that do not match the names are refused, by name
+    bad = dict(meta, hyper=dict(meta["hyper"], log_scale={"f": [True, False]}))
+    np.savez(tmp_path / "bad.npz", **dict(entries, __meta__=np.array(json.dumps(bad))))
+    with pytest.raises(FitFileError, match="log_scale"):
+        FitResult.load(tmp_path / "bad.npz")
