@@ -11,6 +11,7 @@ from ._engine import Engine
 from .factor import Factor
 from ._loop import run
 from .result import FitResult
+from ._start import initial_state, resume_state
 from .steps import resolve_step
 
 
@@ -148,9 +149,9 @@ class Model:
         engine = Engine(self, batch_size, minibatch)
         rule = resolve_step(step, engine.stochastic)
         if isinstance(init, FitResult):
-            state = engine.resume_state(init.state, rule, bool(acceleration))
+            state = resume_state(engine, init.state, rule, bool(acceleration))
         else:
-            state = engine.initial_state(rule, seed, from_prior=init == "prior", accelerate=bool(acceleration))
+            state = initial_state(engine, rule, seed, from_prior=init == "prior", accelerate=bool(acceleration))
         engine.start(state, Controller(rule, state.controller, tol, engine.stochastic))
         converged, message, timings = run(engine, max_iter, callback, progress, warn)
         views = [f.site_view(s) for f, s in zip(self.factors, state.sites)]
