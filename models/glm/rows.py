@@ -160,6 +160,10 @@ class DiagonalRows:
     X : ndarray, shape (N, D)
     """
 
+    targets_depend_on_block = True
+    """The third part is formed at the block's mean: even a Gaussian likelihood's targets depend on the
+    posterior, so one full step is not the optimum (it is a Jacobi sweep of the mean-field equations)."""
+
     def __init__(self, X):
         self.X = X
 
