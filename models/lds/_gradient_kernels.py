@@ -16,23 +16,26 @@ from ._small import _ldl, _ldl_solve
 
 
 @numba.jit(**NUMBA_OPTIONS)
-def _prior_gradients(pred_means, pred_covs, filt_covs, means, covs, A, grad_mean0, grad_covs, grad_A, dims):
-    """Derivatives of ``log Z`` with respect to the prior's matrices, from one filter-smoother pass.
+def _prior_gradients(pred_means, pred_covs, filt_covs, means, covs, A, first, grad_mean0, grad_covs, grad_A, dims):
+    """Derivatives of ``log Z`` with respect to the prior's matrices, from a filter-smoother pass over steps.
 
-    With ``lam_t = Pp_t^{-1} (m_t - mp_t)`` and ``N_t = Pp_t^{-1} (Pp_t - V_t) Pp_t^{-1}``
-    (predicted ``mp``, ``Pp`` (T, d) and (T, d, d), smoothed ``m``, ``V``),
-    writes ``grad_covs[t] = (lam_t lam_t^T - N_t) / 2`` (T, d, d): ``d log Z / dP_0``
-    at ``t = 0``, ``d log Z / dQ_t`` after; ``grad_A[t] = lam_t m_{t-1}^T - N_t A_t P_{t-1}``
-    (T, d, d; ``t = 0`` untouched) with the filtered ``P`` = ``filt_covs``;
-    ``grad_mean0 = lam_0`` (d,).  ``A`` is a (1 or T, d, d) stack.  Returns the
-    first step whose ``Pp_t`` is singular, else -1.
+    The arrays hold consecutive steps, one per row (all ``T`` steps of a
+    pass, or a segment's): with ``lam_t = Pp_t^{-1} (m_t - mp_t)`` and
+    ``N_t = Pp_t^{-1} (Pp_t - V_t) Pp_t^{-1}`` (predicted ``mp``, ``Pp``
+    (n, d) and (n, d, d), smoothed ``m``, ``V``), writes for the rows
+    ``t = first..n-1`` ``grad_covs[t] = (lam_t lam_t^T - N_t) / 2`` (n, d, d):
+    ``d log Z / dP_0`` if row 0 (``first = 0``) is the initial step,
+    ``d log Z / dQ_t`` after; ``grad_A[t] = lam_t m_{t-1}^T - N_t A_t P_{t-1}``
+    (n, d, d; row 0 untouched) with the filtered ``P`` = ``filt_covs``;
+    ``grad_mean0 = lam_0`` (d,) if ``first = 0``.  ``A`` is a (1 or n, d, d)
+    stack.  Returns the first row whose ``Pp_t`` is singular, else -1.
     """
     d = len(dims)
     T = means.shape[0]
     sA = 1 if A.shape[0] > 1 else 0
     Pp, F, inv, inv_pivots = np.empty(d * d), np.empty(d * d), np.empty(d * d), np.empty(d)
     lam, diff, N, AP = np.empty(d), np.empty(d * d), np.empty(d * d), np.empty(d * d)
-    for t in range(T):
+    for t in range(first, T):
         for i in range(d):
             for j in range(d):
                 Pp[i * d + j] = pred_covs[t, i, j]

@@ -145,12 +145,12 @@ def _filter(gamma, pi, H, A, Q, start, stop, base, carry_mean, carry_cov, carry,
     (n, d, d), ``offsets`` (n, d) and ``cond_covs`` (n, d, d), which the
     caller keeps within ``0..n-1`` (unchecked); with ``NO_WRITE`` it forms
     the conditional only where the validity test needs it, in the spare last
-    row.  If ``keep`` it also fills the filtered ``means``
-    (T, d), ``covs`` (T, d, d), predicted ``pred_means``, ``pred_covs``
-    (moments given sites ``< t``) and the predictive moments of ``a_t``,
-    ``a_pred_mean``, ``a_pred_var`` (T,); otherwise those six arrays are not
-    touched (they may be dummies).  ``dims, zeros, zz`` come from
-    :func:`work_for`.
+    row.  If ``keep`` it also fills, in row ``t - 1 - base`` (row ``t`` of a
+    whole pass), the filtered ``means`` (n, d), ``covs`` (n, d, d), predicted
+    ``pred_means``, ``pred_covs`` (moments given sites ``< t``) and the
+    predictive moments of ``a_t``, ``a_pred_mean``, ``a_pred_var`` (n,);
+    otherwise those six arrays are not touched (they may be dummies).
+    ``dims, zeros, zz`` come from :func:`work_for`.
 
     Validity (module notes): once a factor ``1 + pi S`` has been negative,
     every later ``C_t`` and the last filtered covariance must be positive
@@ -228,9 +228,10 @@ def _filter(gamma, pi, H, A, Q, start, stop, base, carry_mean, carry_cov, carry,
             u = _set(u, i, acc)
             S += H[ih, i] * acc
             mu += H[ih, i] * mp[i]
+        row = t - 1 - base
         if keep:
-            a_pred_mean[t] = mu
-            a_pred_var[t] = S
+            a_pred_mean[row] = mu
+            a_pred_var[row] = S
         g = gamma[t]
         p = pi[t]
         denom = 1.0 + p * S
@@ -249,11 +250,11 @@ def _filter(gamma, pi, H, A, Q, start, stop, base, carry_mean, carry_cov, carry,
                 P = _set(P, j * d + i, v)
         if keep:
             for i in range(d):
-                pred_means[t, i] = mp[i]
-                means[t, i] = m[i]
+                pred_means[row, i] = mp[i]
+                means[row, i] = m[i]
                 for j in range(d):
-                    pred_covs[t, i, j] = Pp[i * d + j]
-                    covs[t, i, j] = P[i * d + j]
+                    pred_covs[row, i, j] = Pp[i * d + j]
+                    covs[row, i, j] = P[i * d + j]
         log_z += 0.5 * (g * g * S + 2.0 * g * mu - p * mu * mu) * inv
         det *= denom
         if not 1e-100 < abs(det) < 1e100:
@@ -278,9 +279,9 @@ def _filter(gamma, pi, H, A, Q, start, stop, base, carry_mean, carry_cov, carry,
 
 
 @numba.jit(**NUMBA_OPTIONS)
-def _smooth(H, gains, offsets, cond_covs, base, start, stop, carry_mean, carry_cov, store, means, covs,
+def _smooth(H, gains, offsets, cond_covs, base, start, stop, T, carry_mean, carry_cov, store, origin, means, covs,
             cross_covs, a_mean, a_var, dims, zeros, zz):
-    """RTS backward pass over the steps ``stop-1`` down to ``start``, from the conditionals of :func:`_filter`.
+    """RTS backward pass over the steps ``stop-1`` down to ``start`` (of ``T``), from :func:`_filter`'s conditionals.
 
     ``m^s_t = G_t m^s_{t+1} + b_t`` and ``P^s_t = G_t P^s_{t+1} G_t^T + C_t``
     with the conditional of step ``t`` at index ``t - base`` of ``gains``,
@@ -288,14 +289,15 @@ def _smooth(H, gains, offsets, cond_covs, base, start, stop, carry_mean, carry_c
     ``carry_cov`` (d, d) hold the smoothed moments of step ``stop`` (the
     last filtered ones, of step ``T - 1``, if ``stop == T``); on return
     those of step ``start``, so that a long series may be smoothed segment
-    by segment.  Fills the smoothed a-marginals ``a_mean``, ``a_var`` (T,);
-    if ``store`` also the smoothed ``means`` (T, d), ``covs`` (T, d, d) and
+    by segment.  Fills, in row ``t - origin`` (``origin = 0``: row ``t``),
+    the smoothed a-marginals ``a_mean``, ``a_var`` (n,); if ``store`` also
+    the smoothed ``means`` (n, d), ``covs`` (n, d, d) and
     ``cross_covs[t] = Cov(x_t, x_{t-1} | all) = P^s_t G_{t-1}^T``
-    (``cross_covs[0] = 0``); otherwise those three arrays are not touched
-    (they may be dummies).  ``dims, zeros, zz`` come from :func:`work_for`.
+    (n, d, d; ``cross_covs[0] = 0``, and row ``stop - origin`` is written
+    too); otherwise those three arrays are not touched (they may be
+    dummies).  ``dims, zeros, zz`` come from :func:`work_for`.
     """
     d = len(dims)
-    T = a_mean.shape[0]
     sH = 1 if H.shape[0] > 1 else 0
     ms, m_new = _fresh(zeros), _fresh(zeros)
     Ps, GP = _fresh(zz), _fresh(zz)
@@ -311,12 +313,13 @@ def _smooth(H, gains, offsets, cond_covs, base, start, stop, carry_mean, carry_c
             if store:
                 for i in range(d):
                     for j in range(d):
-                        cross_covs[t + 1, i, j] = GP[j * d + i]
+                        cross_covs[t + 1 - origin, i, j] = GP[j * d + i]
+        row = t - origin
         if store:
             for i in range(d):
-                means[t, i] = ms[i]
+                means[row, i] = ms[i]
                 for j in range(d):
-                    covs[t, i, j] = Ps[i * d + j]
+                    covs[row, i, j] = Ps[i * d + j]
         ih = sH * t
         mean = 0.0
         var = 0.0
@@ -326,12 +329,12 @@ def _smooth(H, gains, offsets, cond_covs, base, start, stop, carry_mean, carry_c
             for k in range(d):
                 acc += Ps[i * d + k] * H[ih, k]
             var += H[ih, i] * acc
-        a_mean[t] = mean
-        a_var[t] = var
+        a_mean[row] = mean
+        a_var[row] = var
     if store and start == 0:
         for i in range(d):
             for j in range(d):
-                cross_covs[0, i, j] = 0.0
+                cross_covs[start - origin, i, j] = 0.0
     for i in range(d):
         carry_mean[i] = ms[i]
         for j in range(d):

@@ -50,7 +50,10 @@ same, operation by operation, so the results are identical bit for bit; the
 pass then holds ``O(K + T / K)`` values instead of ``O(T)`` and costs one
 more forward pass over the earlier segments.  The transition and process
 covariance may be computed per segment too (:func:`segment_of`), so that a
-Markov GP keeps nothing per step but its times.
+Markov GP keeps nothing per step but its times.  For hyperparameter
+gradients (:mod:`.fisher_identity`) the same passes hand over each
+segment's filter and smoother moments in turn, from the last segment back
+(:func:`_segment_moments`), instead of every step's at once.
 """
 
 import threading
@@ -194,6 +197,21 @@ def _validate_sites(site_natural_mean, site_precision):
     return np.ascontiguousarray(gamma), np.ascontiguousarray(pi)
 
 
+def _validate_sites_in_segments(site_natural_mean, site_precision, T, segment_steps):
+    """:func:`_validate_sites` for ``T`` steps without a temporary of ``T`` values: finiteness is checked
+    ``segment_steps`` values at a time, and only a failure checks (and names the first bad value of) the whole."""
+    gamma = as_float(site_natural_mean, "site_natural_mean", finite=False)
+    pi = as_float(site_precision, "site_precision", finite=False)
+    if gamma.shape != (T,) or pi.shape != (T,):
+        raise ValueError(f"site_natural_mean and site_precision must have shape ({T},), one value per time step; "
+                         f"got {gamma.shape} and {pi.shape}")
+    for start in range(0, T, segment_steps):
+        part = slice(start, start + segment_steps)
+        if not (np.all(np.isfinite(gamma[part])) and np.all(np.isfinite(pi[part]))):
+            _validate_sites(gamma, pi)
+    return np.ascontiguousarray(gamma), np.ascontiguousarray(pi)
+
+
 def _validate_prior(obs_row, transition, process_cov, init_mean, init_cov, T):
     """``(H, A, Q, m0, P0)`` checked for ``T`` steps; ``transition`` and ``process_cov`` may both be None
     (a prior that computes them segment by segment and checks each with :func:`check_process_cov`)."""
@@ -307,6 +325,33 @@ def segment_of(transitions, start, stop):
     return tuple(x if x.shape[0] == 1 else x[start:stop] for x in transitions)
 
 
+class _Moments(NamedTuple):
+    """The filter moments that :func:`_kernels._filter` keeps, one row per step (of a pass or a segment):
+    the first six fields of :class:`FilterResult`."""
+
+    means: np.ndarray
+    covs: np.ndarray
+    pred_means: np.ndarray
+    pred_covs: np.ndarray
+    a_pred_mean: np.ndarray
+    a_pred_var: np.ndarray
+
+
+def _new_moments(n, d):
+    """:class:`_Moments` of ``n`` rows for state dimension ``d`` (``n = 1``: dummies for a pass that keeps none)."""
+    return _Moments(np.empty((n, d)), np.empty((n, d, d)), np.empty((n, d)), np.empty((n, d, d)), np.empty(n),
+                    np.empty(n))
+
+
+def _run_filter(gamma, pi, H, A, Q, start, stop, carry_mean, carry_cov, carry, keep, write, moments, scratch):
+    """One call of :func:`_kernels._filter` over the steps ``start..stop-1`` with conditionals in ``scratch``
+    (row 0: the conditional of step ``start - 1``) and, if ``keep``, moments in ``moments`` (row 0: step ``start``)."""
+    m = moments
+    return _kernels._filter(gamma, pi, H, A, Q, start, stop, start - 1, carry_mean, carry_cov, carry, keep, write,
+                            m.means, m.covs, m.pred_means, m.pred_covs, *scratch[:3], m.a_pred_mean, m.a_pred_var,
+                            *work_for(carry_mean.shape[0]))
+
+
 def _forward(gamma, pi, H, A, Q, m0, P0, return_status, check_singular=False, conditionals=True):
     """Run the compiled filter over all steps keeping its moments; raise on failure unless ``return_status``.
 
@@ -317,19 +362,51 @@ def _forward(gamma, pi, H, A, Q, m0, P0, return_status, check_singular=False, co
     smoother needs to invert) is a failure too.
     """
     T, d = gamma.shape[0], m0.shape[0]
-    means, covs, pred_means, pred_covs = np.empty((T, d)), np.empty((T, d, d)), np.empty((T, d)), np.empty((T, d, d))
-    a_mean, a_var = np.empty(T), np.empty(T)
-    gains, offsets, cond_covs, _ = _new_scratch(T, d) if conditionals else _new_scratch(0, d)
+    moments = _new_moments(T, d)
+    scratch = _new_scratch(T, d) if conditionals else _new_scratch(0, d)
     last_mean, last_cov, carry = _start_carry(m0, P0)
     write = _kernels.WRITE if conditionals else _kernels.NO_WRITE
-    log_z, status, step, singular = _kernels._filter(gamma, pi, H, A, Q, 0, T, -1, last_mean, last_cov, carry, True,
-                                                     write, means, covs, pred_means, pred_covs, gains, offsets,
-                                                     cond_covs, a_mean, a_var, *work_for(d))
+    log_z, status, step, singular = _run_filter(gamma, pi, H, A, Q, 0, T, last_mean, last_cov, carry, True, write,
+                                                moments, scratch)
     if check_singular and status == STATUS_OK and singular >= 0:
         log_z, status, step = np.nan, STATUS_SINGULAR_PREDICTION, singular
     _check_status(status, step, return_status)
-    filtered = FilterResult(means, covs, pred_means, pred_covs, a_mean, a_var, log_z, status, step)
-    return filtered, (gains, offsets, cond_covs, last_mean, last_cov)
+    filtered = FilterResult(*moments, log_z, status, step)
+    return filtered, scratch[:3] + (last_mean, last_cov)
+
+
+def _checkpointed_filter(gamma, pi, H, transitions, m0, P0, scratch, last_moments=None):
+    """The forward pass in segments of the scratch's length, saving the filter's state where each one starts.
+
+    ``scratch`` is :func:`_new_scratch`'s (or a :class:`Workspace`'s); the
+    conditionals of the last segment are written into it (the backward pass
+    recomputes the others), and with ``last_moments`` (:class:`_Moments`,
+    one row per step of a segment, plus one) its filter moments too.
+    Returns ``(log Z, status, failed step, carry_mean, carry_cov)``, the
+    carried moments being the last filtered ones; a singular predicted
+    covariance is a failure (the smoother cannot pass it).
+    """
+    T, d = gamma.shape[0], m0.shape[0]
+    gains, offsets, cond_covs, checkpoints = scratch
+    length = gains.shape[0] - 1
+    dummies = _new_moments(1, d)
+    carry_mean, carry_cov, carry = _start_carry(m0, P0)
+    for segment, start in enumerate(range(0, T, length)):
+        stop = min(T, start + length)
+        if checkpoints is not None:
+            for saved, now in zip(checkpoints, (carry_mean, carry_cov, carry)):
+                saved[segment] = now
+        A, Q = segment_of(transitions, start, stop)
+        # the conditionals of the last segment are kept; the others are recomputed in the backward pass
+        write = _kernels.WRITE if stop == T else _kernels.NO_WRITE
+        keep = stop == T and last_moments is not None
+        log_z, status, step, singular = _run_filter(gamma, pi, H, A, Q, start, stop, carry_mean, carry_cov, carry,
+                                                    keep, write, last_moments if keep else dummies, scratch)
+        if status != STATUS_OK:
+            break
+    if status == STATUS_OK and singular >= 0:
+        log_z, status, step = np.nan, STATUS_SINGULAR_PREDICTION, singular
+    return log_z, status, step, carry_mean, carry_cov
 
 
 def _run_smoother(gamma, pi, H, transitions, m0, P0, store, return_status, workspace=None):
@@ -343,28 +420,11 @@ def _run_smoother(gamma, pi, H, transitions, m0, P0, store, return_status, works
     :class:`MarginalsResult`; failures raise unless ``return_status``.
     """
     T, d = gamma.shape[0], m0.shape[0]
-    work = work_for(d)
-    gains, offsets, cond_covs, checkpoints = (_new_scratch(T, d) if workspace is None
-                                              else workspace.arrays(T, d))
+    scratch = _new_scratch(T, d) if workspace is None else workspace.arrays(T, d)
+    gains, offsets, cond_covs, checkpoints = scratch
     length = gains.shape[0] - 1
     starts = range(0, T, length)
-    dummy_vector, dummy_matrix, dummy_scalars = np.empty((1, d)), np.empty((1, d, d)), np.empty(1)
-    carry_mean, carry_cov, carry = _start_carry(m0, P0)
-    for segment, start in enumerate(starts):
-        stop = min(T, start + length)
-        if checkpoints is not None:
-            for saved, now in zip(checkpoints, (carry_mean, carry_cov, carry)):
-                saved[segment] = now
-        A, Q = segment_of(transitions, start, stop)
-        # the conditionals of the last segment are kept; the others are recomputed in the backward pass
-        write = _kernels.WRITE if stop == T else _kernels.NO_WRITE
-        log_z, status, step, singular = _kernels._filter(
-            gamma, pi, H, A, Q, start, stop, start - 1, carry_mean, carry_cov, carry, False, write, dummy_vector,
-            dummy_matrix, dummy_vector, dummy_matrix, gains, offsets, cond_covs, dummy_scalars, dummy_scalars, *work)
-        if status != STATUS_OK:
-            break
-    if status == STATUS_OK and singular >= 0:
-        log_z, status, step = np.nan, STATUS_SINGULAR_PREDICTION, singular
+    log_z, status, step, carry_mean, carry_cov = _checkpointed_filter(gamma, pi, H, transitions, m0, P0, scratch)
     _check_status(status, step, return_status)
     n = T if store else 1
     means, covs, cross_covs = np.empty((n, d)), np.empty((n, d, d)), np.empty((n, d, d))
@@ -375,13 +435,9 @@ def _run_smoother(gamma, pi, H, transitions, m0, P0, store, return_status, works
             stop = min(T, start + length)
             if stop < T:
                 # refilter from the segment's checkpoint one step past its end, keeping its conditionals
-                A, Q = segment_of(transitions, start, stop + 1)
-                saved_mean, saved_cov, saved = (part[segment] for part in checkpoints)
-                _kernels._filter(gamma, pi, H, A, Q, start, stop + 1, start - 1, saved_mean, saved_cov, saved,
-                                 False, _kernels.WRITE, dummy_vector, dummy_matrix, dummy_vector, dummy_matrix,
-                                 gains, offsets, cond_covs, dummy_scalars, dummy_scalars, *work)
-            _kernels._smooth(H, gains, offsets, cond_covs, start - 1, start, stop, carry_mean, carry_cov, store,
-                             means, covs, cross_covs, a_mean, a_var, *work)
+                _refilter(gamma, pi, H, transitions, start, stop, checkpoints, segment, scratch)
+            _kernels._smooth(H, gains, offsets, cond_covs, start - 1, start, stop, T, carry_mean, carry_cov, store,
+                             0, means, covs, cross_covs, a_mean, a_var, *work_for(d))
     else:
         a_mean.fill(np.nan)
         a_var.fill(np.nan)
@@ -389,6 +445,77 @@ def _run_smoother(gamma, pi, H, transitions, m0, P0, store, return_status, works
     if store:
         return SmootherResult(means, covs, cross_covs, *args)
     return MarginalsResult(*args)
+
+
+def _refilter(gamma, pi, H, transitions, start, stop, checkpoints, segment, scratch, moments=None):
+    """Refilter the steps ``start..stop`` (one past the segment's end) from the segment's checkpoint, writing
+    their conditionals into ``scratch`` and, with ``moments``, their filter moments; returns the ``A`` stack."""
+    A, Q = segment_of(transitions, start, stop + 1)
+    saved_mean, saved_cov, saved = (part[segment] for part in checkpoints)
+    keep = moments is not None
+    _run_filter(gamma, pi, H, A, Q, start, stop + 1, saved_mean, saved_cov, saved, keep, _kernels.WRITE,
+                moments if keep else _new_moments(1, saved_mean.shape[0]), scratch)
+    return A
+
+
+def _segment_moments(gamma, pi, H, transitions, m0, P0, segment_steps):
+    """The forward pass in segments, then each segment's filter and smoother moments, from the last segment back.
+
+    What Fisher's identity reads per step (:mod:`.fisher_identity`), with
+    ``O(segment_steps + T / segment_steps)`` values held at a time: the
+    forward pass keeps checkpoints (module notes); the backward pass
+    refilters each segment one step past its end, keeping the filter's
+    moments, and smooths it keeping the smoothed ones.
+
+    Returns
+    -------
+    log_normaliser : float
+    segments : iterator
+        Of ``(start, A, filtered, means, covs)``, from the last segment to the
+        first: the rows of ``filtered`` (:class:`_Moments`), smoothed
+        ``means`` (n, d) and ``covs`` (n, d, d) are the steps ``start..stop``
+        (the first step of the next segment included, so that every step's
+        predecessor is in the same rows; ``stop = T - 1`` for the last
+        segment), and ``A`` is their transition stack (1 or n, d, d).  The
+        arrays are overwritten by the next segment.
+
+    Raises
+    ------
+    ValueError
+        As :func:`kalman_smoother`, when the sites make the posterior invalid
+        or a predicted covariance is singular.
+    """
+    T, d = gamma.shape[0], m0.shape[0]
+    scratch = _new_scratch(T, d, segment_steps)
+    filtered = _new_moments(scratch[0].shape[0], d)
+    log_z, status, step, carry_mean, carry_cov = _checkpointed_filter(gamma, pi, H, transitions, m0, P0, scratch,
+                                                                      last_moments=filtered)
+    _check_status(status, step, False)
+    return log_z, _smoothed_segments(gamma, pi, H, transitions, scratch, filtered, carry_mean, carry_cov)
+
+
+def _smoothed_segments(gamma, pi, H, transitions, scratch, filtered, carry_mean, carry_cov):
+    """The backward pass of :func:`_segment_moments` (a generator)."""
+    T, d = gamma.shape[0], carry_mean.shape[0]
+    gains, offsets, cond_covs, checkpoints = scratch
+    length = gains.shape[0] - 1
+    rows = length + 1
+    means, covs, cross_covs = np.empty((rows, d)), np.empty((rows, d, d)), np.empty((rows, d, d))
+    a_mean, a_var = np.empty(rows), np.empty(rows)
+    starts = range(0, T, length)
+    for segment in range(len(starts) - 1, -1, -1):
+        start = starts[segment]
+        stop = min(T, start + length)
+        if stop < T:
+            A = _refilter(gamma, pi, H, transitions, start, stop, checkpoints, segment, scratch, filtered)
+            n = stop + 1 - start
+            means[n - 1], covs[n - 1] = carry_mean, carry_cov       # the smoothed moments of step stop
+        else:
+            A = segment_of(transitions, start, stop)[0]
+            n = stop - start
+        _kernels._smooth(H, gains, offsets, cond_covs, start - 1, start, stop, T, carry_mean, carry_cov, True, start,
+                         means, covs, cross_covs, a_mean, a_var, *work_for(d))
+        yield start, A, _Moments(*(x[:n] for x in filtered)), means[:n], covs[:n]
 
 
 def _filter_and_smooth(gamma, pi, H, A, Q, m0, P0):
@@ -401,7 +528,7 @@ def _filter_and_smooth(gamma, pi, H, A, Q, m0, P0):
     T, d = gamma.shape[0], m0.shape[0]
     means, covs, cross_covs = np.empty((T, d)), np.empty((T, d, d)), np.empty((T, d, d))
     a_mean, a_var = np.empty(T), np.empty(T)
-    _kernels._smooth(H, gains, offsets, cond_covs, -1, 0, T, last_mean, last_cov, True, means, covs, cross_covs,
+    _kernels._smooth(H, gains, offsets, cond_covs, -1, 0, T, T, last_mean, last_cov, True, 0, means, covs, cross_covs,
                      a_mean, a_var, *work_for(d))
     return filtered, SmootherResult(means, covs, cross_covs, a_mean, a_var, filtered.log_normaliser, STATUS_OK, -1)
 
