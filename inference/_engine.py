@@ -173,10 +173,14 @@ class Engine:
         factor = self.factors[k]
         sites, message = self.state.sites[k][b], self.state.messages[k][b]
         if index is None:
-            # the message is linear in the sites: interpolate it instead of recomputing it
-            target_message = self._target_messages.get(k)
-            if target_message is None:
-                target_message = self._target_messages[k] = factor.message(b, target)
+            # the message is linear in the sites: interpolate it instead of recomputing it (the targets'
+            # message is kept with them: a convergence check's full step is the next sweep's first proposal)
+            cached = self._target_messages.get((k, b))
+            if cached is not None and cached[0] is target:
+                target_message = cached[1]
+            else:
+                target_message = factor.message(b, target)
+                self._target_messages[(k, b)] = (target, target_message)
             new_sites = tree_lerp(sites, target, rho)
             if _same_arrays(message, sites) and _same_arrays(target_message, target):
                 return new_sites, new_sites   # the message is the sites themselves (e.g. Observe)
@@ -249,7 +253,6 @@ class Engine:
         """
         ks = self.touching[b]
         targets = self._targets(b, batches)
-        self._target_messages = {}
         controller = self.controller
         record, restart = controller.keeps_history(self.state.elbo_trace)
         if restart:
@@ -346,7 +349,6 @@ class Engine:
         a full CVI step (``rho = 1``) would give, the other blocks held; ``inf`` if that step is invalid."""
         total = 0.0
         for b in blocks:
-            self._target_messages = {}
             targets = self._targets(b, [None] * len(self.factors))
             proposals = {k: self._propose(b, k, targets[k], None, 1.0) for k in self.touching[b]}
             try:

@@ -30,6 +30,7 @@ import numpy as np
 from .. import expfam
 from ..expfam import ExponentialFamily
 from ._acceleration import AndersonAccelerator
+from ._controller import GAIN_WINDOW
 from .factor import GaussianSiteView, SiteView
 from .result import _LIKELIHOOD_LOADERS, _REBUILDERS, FitResult, Marginals
 from ._state import ControllerState, FitState, HyperState
@@ -497,8 +498,8 @@ class _Reader:
             except (TypeError, ValueError) as err:
                 self.fail(entry, f"holds a step state that does not suit its rule {kind}({params}): {err}")
         gains = self.array("controller/gains", finite=False)
-        self.check(gains.ndim == 1 and gains.shape[0] <= 3 and not np.any(np.isinf(gains)), "controller/gains",
-                   "must hold at most 3 finite gains (NaN for extrapolated steps)")
+        self.check(gains.ndim == 1 and gains.shape[0] <= GAIN_WINDOW and not np.any(np.isinf(gains)),
+                   "controller/gains", f"must hold at most {GAIN_WINDOW} finite gains (NaN for extrapolated steps)")
         mode = get.str("accelerator")
         depth = get.int("accelerator_depth", maximum=64)
         failures = get.int("accelerator_failures", maximum=62)

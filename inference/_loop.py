@@ -65,12 +65,12 @@ class Loop:
             if engine.exact_in_one_step and rho == 1.0:
                 verdict = CONVERGED     # the targets do not depend on the block: the full step reached the optimum
             stalled = rho == 0.0 and len(shortened) == len(engine.order)
-            if verdict == CHECK and (shortened or state.n_accelerated):
+            if verdict == CHECK and (shortened or state.n_accelerated or controller.needs_divergence):
                 # a small change proves nothing after a shortened step, nor, once extrapolated steps
                 # have placed the iterate, after a full one that swings between two posteriors of
-                # nearly equal ELBO (1e-4 nats from the optimum on breast-cancer probit regression):
-                # ask how far the next full step would move the posterior.  Plain full steps cannot
-                # settle on such a swing unnoticed: it shows as ratios of gains near 1.
+                # nearly equal ELBO (1e-4 nats from the optimum on breast-cancer probit regression),
+                # nor where the gains are no evidence of a rate (a large last gain, irregular gains):
+                # ask how far the next full step would move the posterior.
                 verdict = CONVERGED if controller.divergence_converged(
                     engine.full_step_divergence(shortened or list(engine.order)), elbo) else None
             if self.callback is not None:

@@ -89,9 +89,14 @@ class Model:
             or (deterministic fits) when the ELBO still to gain, estimated from
             gains that shrink at least geometrically, is at most ``tol``
             (relative).  A fit counts as converged only if its last step could
-            have moved it: after a step shorter than a full CVI step, the
-            posterior a full step would give must be close to the current one
-            (Jeffreys divergence at most ``10 tol |ELBO|``).
+            have moved it and the gains are evidence of the gap: after a step
+            shorter than a full CVI step, in an extrapolated fit, or when the
+            last gain was above the tolerance or the recent gains were not
+            decreasing, the posterior a full step would give must be close
+            enough to the current one that the estimated gap to the optimum,
+            ``J / (2 (1 - rho))`` (``J`` their Jeffreys divergence, ``rho`` the
+            square root of the largest recent ratio of gains), is at most
+            ``tol |ELBO|``.
         batch_size : int, optional
             Data points per factor per iteration (minibatches); None uses all.
             Each epoch is one shuffle of the points; its last batch holds the

@@ -113,7 +113,8 @@ class GaussianSiteFactor(Factor):
     def conjugate(self):
         """A Gaussian likelihood (known noise or a Gamma precision block) is conjugate, unless the way its
         points see the block makes the targets depend on the block (a mean-field GLM's sites)."""
-        return bool(self.likelihood.conjugate) and not getattr(self._view, "targets_depend_on_block", False)
+        view = getattr(self, "_view", None)          # (a Dask GLM's row blocks each have their own)
+        return bool(self.likelihood.conjugate) and not getattr(view, "targets_depend_on_block", False)
 
     @property
     def has_coarse_rule(self):

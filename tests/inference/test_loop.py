@@ -200,3 +200,57 @@ def test_a_full_step_that_swings_back_is_not_taken_for_convergence():
     fit = model.fit(tol=tol)
     assert fit.converged and fit.state.n_accelerated > 0
     assert optimum - fit.elbo <= tol * abs(optimum)
+
+
+def test_the_ratios_of_gains_are_trusted_only_for_a_small_last_gain_in_a_regular_stretch():
+    """A passed ELBO test needs the full step's divergence unless the last gain was within the tolerance
+    and the last gains were positive and decreasing; the divergence test assumes the slowest recent rate."""
+    from efvi.inference._controller import (SLOWEST_RATIO, UNKNOWN_RATIO, Controller, _largest_ratio,
+                                            _regular)
+    from efvi.inference._state import ControllerState
+
+    assert _regular([8.0, 4.0, 1.0]) and _regular([16.0, 8.0, 4.0, 2.0, 1.0])
+    assert not _regular([4.0, 1.0])                                  # too few to show a rate
+    assert not _regular([1.0, 1.5, 0.5, 0.1, 0.01])                  # a gain rose
+    assert not _regular([4.0, np.nan, 1.0]) and not _regular([4.0, 1.0, -1e-12])
+    assert _largest_ratio([8.0, 4.0, 1.0]) == 0.5
+    assert _largest_ratio([5.0]) == UNKNOWN_RATIO
+    assert _largest_ratio([1.0, 2.0, 1.0]) == SLOWEST_RATIO and _largest_ratio([1.0, 0.5, 0.0]) == SLOWEST_RATIO
+
+    from efvi.inference import Adaptive
+
+    rule = Adaptive()
+    controller = Controller(rule, ControllerState(rule.initial_state(), "Adaptive", rule.params()), 1e-8, False)
+    elbo, allowed = -1e4, 1e-4
+    controller.state.gains = [1e3, 2e2]
+    assert controller.elbo_test(elbo, elbo - 1e-5, False, []) == "check"      # ratios 0.2, 5e-8: passed
+    assert not controller.needs_divergence                                   # small and regular: trusted
+    controller.state.gains = [1e3, 2e2]
+    assert controller.elbo_test(elbo, elbo - 1e-3, False, []) == "check"      # passed on ratios 0.2, 5e-6
+    assert controller.needs_divergence                                       # but 1e-3 > 1e-4: confirm
+    # the test itself: J / (2 (1 - sqrt(r))) <= tol |ELBO| with r the largest recent ratio (here 0.2)
+    controller.state.gains = [1.0, 0.2]
+    limit = 2.0 * (1.0 - np.sqrt(0.2)) * allowed
+    assert controller.divergence_converged(0.99 * limit, elbo) and not controller.divergence_converged(1.01 * limit, elbo)
+
+
+def test_a_fast_transient_then_a_slower_rate_is_not_taken_for_convergence():
+    """A Gaussian mixture whose gains fell by ratios 0.51, 0.023, 0.013 and then settled at 0.34 stopped
+    9 tolerances from its optimum (found by an audit of the stopping rule); it must stop within one."""
+    from efvi.expfam import Categorical, Dirichlet, NormalWishart
+    from efvi.inference import CategoricalDirichlet, GaussianMixture
+
+    rng = np.random.default_rng(1)
+    centres = rng.normal(size=(3, 2)) * 3
+    X = centres[rng.integers(0, 3, size=300)] + rng.normal(size=(300, 2))
+    resp = rng.dirichlet(np.ones(4), size=300)
+    model = Model({"weights": Dirichlet(np.full(4, 0.1)),
+                   "theta": NormalWishart(np.tile(X.mean(0), (4, 1)), np.ones(4), np.full(4, 3.0),
+                                          np.tile(np.linalg.inv(np.cov(X.T)), (4, 1, 1))),
+                   "z": Categorical(resp)},
+                  [CategoricalDirichlet(on="weights", assignments="z"),
+                   GaussianMixture(X, assignments="z", components="theta")])
+    best = model.fit(tol=1e-15, max_iter=100_000, warn=False).elbo
+    fit = model.fit()
+    assert fit.converged
+    assert best - fit.elbo <= 1e-8 * abs(best)
