@@ -36,10 +36,16 @@ span iterations:
   are not positive and decreasing.  Near an optimum, if the ELBO's curvature
   in the natural parameters is ``c`` times the Fisher information (the sites
   then converge at the rate ``rho = 1 - c``, the gains at ``rho^2``), the gap
-  to the optimum is :math:`J / (2 (1 - \rho))`; the fit is converged only if
-  that is at most the tolerance, with ``rho^2`` the largest recent ratio of
-  gains (``UNKNOWN_RATIO`` if none is known, ``SLOWEST_RATIO`` if the gains
-  are irregular).  A fit that crawls with tiny steps far from its optimum has
+  to the optimum is :math:`J / (2 (1 - \rho))`.  Where the last gains are
+  ordinary, positive and decreasing, ``rho^2`` is at most their largest ratio
+  (``UNKNOWN_RATIO`` if none is known) and the fit is converged if that gap is
+  at most the tolerance.  Elsewhere no observed ratio bounds the rate, so the
+  full step is taken next and its gain ``(1 + rho) J / 2`` measures it: the
+  fit is converged if the gap it leaves, ``rho^2 gain / (1 - rho^2)``, is
+  within the tolerance.  This is a model of the ELBO near its optimum: a
+  mean-field fit on strongly correlated features, whose slowest mode barely
+  moves in one step, can stop up to about 1.5 tolerances short.  A fit that
+  crawls with tiny steps far from its optimum has
   a large :math:`J` and is not converged.
 
 Near the optimum CVI converges linearly with a small rate: the gains of
@@ -77,11 +83,13 @@ all of these gains are positive and each is below the one before: a small gain a
 erratic stretch (a mean-field fit on correlated features, with back-offs: ratios 9.7, 0.41, 1.66,
 0.79, 0.04) said nothing about what was left (the fit stopped 430 tolerances from its optimum)."""
 
+AT_ROUNDING = 1e-3
+"""A full step whose Jeffreys divergence is below this fraction of the tolerance does not move the fit:
+converged whatever the gains, which are rounding there (their signs and ratios are noise)."""
+
 UNKNOWN_RATIO = 0.5
 """The ratio of gains assumed by the divergence test when no ordinary ratio is known."""
 
-SLOWEST_RATIO = 0.9
-"""The ratio of gains assumed by the divergence test for irregular gains (a ratio of 1 or more)."""
 
 RISING_HORIZON = 20
 """Steps over which a rising ratio of gains is extrapolated by :func:`estimated_remaining_gain`."""
@@ -175,7 +183,26 @@ class Controller:
             self.state.accelerator.reset()
 
     # ------------------------------------------------------------------ stopping
-    def elbo_test(self, elbo, previous, accelerated, elbo_trace):
+    def divergence_verdict(self, divergence, elbo):
+        """CONVERGED or None from the Jeffreys divergence ``J`` of the full step at the current state.
+
+        Where the last ``GAIN_WINDOW`` gains are ordinary, positive and decreasing their largest ratio
+        bounds the rate, and ``J`` decides (:meth:`divergence_converged`).  Elsewhere (extrapolated
+        steps, back-offs, rising gains) no observed ratio bounds it -- a mean-field fit on correlated
+        features passed ``J <= 0.1 tol |ELBO|`` 67 tolerances from its optimum, at a rate of 0.9992
+        -- so the full step is taken next, and its gain measures the rate
+        (:func:`_gap_after_checked_step`).
+        """
+        if _regular(self.state.gains) and self.divergence_converged(divergence, elbo):
+            return CONVERGED
+        if divergence <= AT_ROUNDING * self.allowed(elbo):
+            return CONVERGED                    # the full step would not move the fit: gains are rounding
+        if np.isfinite(divergence):
+            self.state.divergence = float(divergence)
+            self.state.plain_next = True        # that full step, not an extrapolation
+        return None
+
+    def elbo_test(self, elbo, previous, accelerated, elbo_trace, full=True):
         """After an iteration: CONTINUE, CONVERGED, or CHECK (the ELBO test passed after a shortened step).
 
         Parameters
@@ -186,6 +213,8 @@ class Controller:
             Whether the iteration was an extrapolated step.
         elbo_trace : list of float
             The whole trace, this iteration included (stochastic windows).
+        full : bool
+            Whether the iteration was an ordinary full step (``rho = 1``).
         """
         if self.stochastic:
             return CONVERGED if _windows_agree(elbo_trace, self.tol) else CONTINUE
@@ -194,6 +223,12 @@ class Controller:
         state.gains.append(np.nan if accelerated else elbo - previous)
         del state.gains[:-GAIN_WINDOW]
         small = abs(elbo - previous) <= allowed
+        checked, state.divergence = state.divergence, None
+        if checked is not None and full and not accelerated:
+            # the step just taken is the one whose divergence was too large: its gain measures the rate
+            if _gap_after_checked_step(elbo - previous, checked) <= allowed:
+                state.plain_next = False
+                return CONVERGED
         passed = (estimated_remaining_gain(state.gains) <= allowed
                   or (small and _tail_at_last_rate(state.gains) <= allowed))
         # an extrapolated step that barely moves may be stagnation, not convergence, and the
@@ -217,8 +252,7 @@ class Controller:
         The gap is about ``J / (2 (1 - rho))`` with ``rho`` the square root of the largest recent ratio
         of ordinary gains (module notes).
         """
-        ratio = _largest_ratio(self.state.gains)
-        rate = np.sqrt(min(ratio, SLOWEST_RATIO))
+        rate = np.sqrt(_largest_ratio(self.state.gains))
         return bool(divergence <= 2.0 * (1.0 - rate) * self.allowed(elbo))
 
 
@@ -301,6 +335,22 @@ def _tail_at_last_rate(gains):
     return np.inf if ratio >= 1.0 else last * ratio / (1.0 - ratio)
 
 
+def _gap_after_checked_step(gain, divergence):
+    """The gap left after a full step of Jeffreys divergence ``divergence`` that gained ``gain``.
+
+    Near an optimum with curvature ``c`` times the Fisher information the step
+    multiplies the error by ``rho = 1 - c``, gains ``(1 + rho) J / 2`` and leaves
+    ``rho^2 gain / (1 - rho^2)`` (module notes); so ``rho = 2 gain / J - 1``.  A
+    negative ``rho`` (a gain below ``J / 2``) is a step that overshoots: the fit
+    zig-zags across its optimum, and ``|rho|`` is the rate.  ``inf`` when the step
+    did not gain or ``|rho|`` reaches 1.
+    """
+    if not (gain > 0.0 and divergence > 0.0):
+        return np.inf if not gain > 0.0 else 0.0
+    rate = abs(2.0 * gain / divergence - 1.0)
+    return np.inf if rate >= 1.0 else gain * rate ** 2 / (1.0 - rate ** 2)
+
+
 def _regular(gains):
     """Whether the last ``GAIN_WINDOW`` gains (all of them, at least 3) are ordinary, positive and decreasing."""
     if len(gains) < 3:
@@ -311,13 +361,13 @@ def _regular(gains):
 
 def _largest_ratio(gains):
     """The largest ratio of consecutive ordinary gains among ``gains``: ``UNKNOWN_RATIO`` if none is known,
-    ``SLOWEST_RATIO`` if a gain is not positive after a positive one or rose (irregular gains)."""
+    1 if a gain is not positive after a positive one or rose (irregular gains: no rate below 1 is shown)."""
     ratios = [b / a for a, b in zip(gains[:-1], gains[1:]) if np.isfinite(a) and np.isfinite(b) and a > 0]
     if not ratios:
         return UNKNOWN_RATIO
     largest = max(ratios)
     if largest >= 1.0 or min(ratios) <= 0.0:
-        return SLOWEST_RATIO
+        return 1.0
     return largest
 
 

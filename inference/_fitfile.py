@@ -146,6 +146,8 @@ def _layout(result):
             arrays[f"posterior/{i}/{j}"] = np.asarray(a, dtype=float)
     controller = state.controller
     arrays["controller/gains"] = np.asarray(controller.gains, dtype=float)
+    arrays["controller/divergence"] = np.asarray([] if controller.divergence is None else [controller.divergence],
+                                                 dtype=float)
     accelerator = "off"
     if controller.accelerator is not None:
         history = controller.accelerator.state()
@@ -512,8 +514,12 @@ class _Reader:
                 accelerator.set_state(self._accelerator_history(depth))
         else:
             self.check(mode == "off", f"{entry}.accelerator", f"must be 'off', 'empty' or 'history'; got {mode!r}")
+        divergence = self.array("controller/divergence")
+        self.check(divergence.ndim == 1 and divergence.shape[0] <= 1 and np.all(divergence >= 0.0),
+                   "controller/divergence", "must hold no value or one divergence >= 0")
+        divergence = float(divergence[0]) if divergence.shape[0] else None
         return ControllerState(rule_state, kind, params, gains.tolist(), get.bool("plain_next"), accelerator,
-                               rest, failures)
+                               rest, failures, divergence)
 
     def _accelerator_history(self, depth):
         history = {key: self.array(f"accelerator/{key}") for key in _ACCELERATOR_PARTS}

@@ -40,6 +40,9 @@ class ControllerState:
         Iterations left before extrapolation is tried again.
     accelerator_failures : int
         Extrapolations rejected in a row.
+    divergence : float or None
+        The Jeffreys divergence of the full step whose check just failed (the
+        gain of that step, taken next, measures the rate); None otherwise.
     """
 
     rule: dict
@@ -50,6 +53,7 @@ class ControllerState:
     accelerator: object = None
     accelerator_rest: int = 0
     accelerator_failures: int = 0
+    divergence: object = None
 
 
 @dataclass
@@ -145,4 +149,4 @@ def _copy_controller(controller):
         accelerator.set_state(controller.accelerator.state())
     return ControllerState(dict(controller.rule), controller.rule_kind, dict(controller.rule_params),
                            list(controller.gains), controller.plain_next, accelerator,
-                           controller.accelerator_rest, controller.accelerator_failures)
+                           controller.accelerator_rest, controller.accelerator_failures, controller.divergence)
