@@ -146,7 +146,8 @@ def _layout(result):
             arrays[f"posterior/{i}/{j}"] = np.asarray(a, dtype=float)
     controller = state.controller
     arrays["controller/gains"] = np.asarray(controller.gains, dtype=float)
-    arrays["controller/divergence"] = np.asarray([] if controller.divergence is None else [controller.divergence],
+    arrays["controller/steps"] = np.asarray(controller.steps, dtype=float)
+    arrays["controller/divergence"] = np.asarray([np.nan if controller.divergence is None else controller.divergence],
                                                  dtype=float)
     accelerator = "off"
     if controller.accelerator is not None:
@@ -514,12 +515,15 @@ class _Reader:
                 accelerator.set_state(self._accelerator_history(depth))
         else:
             self.check(mode == "off", f"{entry}.accelerator", f"must be 'off', 'empty' or 'history'; got {mode!r}")
-        divergence = self.array("controller/divergence")
-        self.check(divergence.ndim == 1 and divergence.shape[0] <= 1 and np.all(divergence >= 0.0),
-                   "controller/divergence", "must hold no value or one divergence >= 0")
-        divergence = float(divergence[0]) if divergence.shape[0] else None
+        steps = self.array("controller/steps", finite=False)
+        self.check(steps.shape == gains.shape and not np.any((steps < 0) | (steps > 1)), "controller/steps",
+                   f"must hold one step size in [0, 1] (NaN: extrapolated) per gain, shape {gains.shape}")
+        divergence = self.array("controller/divergence", finite=False)
+        self.check(divergence.shape == (1,) and not np.isinf(divergence[0]) and not divergence[0] < 0.0,
+                   "controller/divergence", "must hold one divergence >= 0 (NaN: none pending)")
+        divergence = None if np.isnan(divergence[0]) else float(divergence[0])
         return ControllerState(rule_state, kind, params, gains.tolist(), get.bool("plain_next"), accelerator,
-                               rest, failures, divergence)
+                               rest, failures, divergence, steps.tolist())
 
     def _accelerator_history(self, depth):
         history = {key: self.array(f"accelerator/{key}") for key in _ACCELERATOR_PARTS}

@@ -61,8 +61,7 @@ class Loop:
             if self.bar is not None:
                 self.bar.update(1)
                 self.bar.set_postfix(elbo=f"{elbo:.6g}", rho=f"{rho:.3g}")
-            verdict = controller.elbo_test(elbo, previous, accelerated, state.elbo_trace,
-                                           full=rho == 1.0 and not shortened)
+            verdict = controller.elbo_test(elbo, previous, accelerated, state.elbo_trace, rho)
             if engine.exact_in_one_step and rho == 1.0:
                 verdict = CONVERGED     # the targets do not depend on the block: the full step reached the optimum
             stalled = rho == 0.0 and len(shortened) == len(engine.order)
@@ -73,7 +72,8 @@ class Loop:
                 # nor where the gains are no evidence of a rate (a large last gain, irregular gains):
                 # ask how far the next full step would move the posterior.
                 verdict = controller.divergence_verdict(
-                    engine.full_step_divergence(shortened or list(engine.order)), elbo)
+                    engine.full_step_divergence(shortened or list(engine.order)), elbo,
+                    measure=not any(f.parallel_coordinates for f in engine.factors))
             if self.callback is not None:
                 info = IterationInfo(state.iteration, float(elbo), float(rho), dict(engine.q))
                 self.stopped = bool(self.callback(info))

@@ -31,6 +31,8 @@ class ControllerState:
     gains : list of float
         ELBO gain of each recent iteration, NaN for an extrapolated one (the
         stopping rule uses the last three).
+    steps : list of float
+        The step size of each of those iterations (NaN for an extrapolated one).
     plain_next : bool
         Whether the next iteration must be an ordinary step (to confirm
         convergence after an extrapolated one).
@@ -54,6 +56,7 @@ class ControllerState:
     accelerator_rest: int = 0
     accelerator_failures: int = 0
     divergence: object = None
+    steps: list = field(default_factory=list)
 
 
 @dataclass
@@ -149,4 +152,5 @@ def _copy_controller(controller):
         accelerator.set_state(controller.accelerator.state())
     return ControllerState(dict(controller.rule), controller.rule_kind, dict(controller.rule_params),
                            list(controller.gains), controller.plain_next, accelerator,
-                           controller.accelerator_rest, controller.accelerator_failures, controller.divergence)
+                           controller.accelerator_rest, controller.accelerator_failures, controller.divergence,
+                           list(controller.steps))

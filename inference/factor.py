@@ -63,6 +63,11 @@ class Factor:
         Whether the factor's sites stay outside this process (in the row blocks of
         a Dask GLM): the engine then never gathers them (no Anderson acceleration,
         which extrapolates the whole site vector).
+    parallel_coordinates : bool
+        Whether a full step updates coupled coordinates of a block in parallel (a
+        Jacobi sweep of mean-field equations, as for a mean-field GLM's weights):
+        its slowest rate can be close to 1 and invisible in one step, so the
+        stopping rule never measures the rate from a single step's gain.
     """
 
     roles = {}
@@ -70,6 +75,7 @@ class Factor:
     stochastic = False
     conjugate = False
     distributed = False
+    parallel_coordinates = False
 
     @property
     def n_observed(self):

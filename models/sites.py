@@ -113,8 +113,12 @@ class GaussianSiteFactor(Factor):
     def conjugate(self):
         """A Gaussian likelihood (known noise or a Gamma precision block) is conjugate, unless the way its
         points see the block makes the targets depend on the block (a mean-field GLM's sites)."""
-        view = getattr(self, "_view", None)          # (a Dask GLM's row blocks each have their own)
-        return bool(self.likelihood.conjugate) and not getattr(view, "targets_depend_on_block", False)
+        return bool(self.likelihood.conjugate) and not self.parallel_coordinates
+
+    @property
+    def parallel_coordinates(self):
+        """Whether the block's coordinates are updated in parallel (a mean-field GLM's sites)."""
+        return bool(getattr(getattr(self, "_view", None), "targets_depend_on_block", False))
 
     @property
     def has_coarse_rule(self):

@@ -55,8 +55,13 @@ class ARDPrior(SummedSitesFactor):
     With a Gaussian likelihood and a Gamma noise precision
     (``glm.GLM(likelihoods.Gaussian(precision="tau"), X, y, on="w")``) the fit
     with ``step=1.0`` is the variational Bayesian ARD regression of Bishop and
-    Tipping (2000) and Drugowitsch (2013): each sweep is the closed-form
-    coordinate update, and the ELBO never decreases.
+    Tipping (2000) and Drugowitsch (2013): with full-covariance (``Gaussian``)
+    weights each sweep is the closed-form coordinate update of every block, and
+    the ELBO never decreases.  With ``DiagonalGaussian`` weights a full step
+    updates all the weights' coordinates at once from the same old means (a
+    Jacobi sweep of the mean-field equations), which can lower the ELBO and
+    swing for ever on correlated features; fit those with the default adaptive
+    step, which checks every step against the ELBO.
     """
 
     conjugate = True

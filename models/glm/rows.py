@@ -196,7 +196,10 @@ class DiagonalRows:
     def _targets_at(self, weights, natural_mean, precision, g_m, index):
         """Sites formed at the weight mean ``weights`` (D,): ``(gamma, pi, x_i g_m + x_i^2 pi_i w)``."""
         X = self._rows(index)
-        return (natural_mean, precision, X * g_m[:, None] + (X * X) * precision[:, None] * weights)
+        # expectations that overflowed (an exponential link under a diffuse prior) give inf * 0 = NaN
+        # here, quietly: a proposal with non-finite sites is invalid and is never taken
+        with np.errstate(invalid="ignore"):
+            return (natural_mean, precision, X * g_m[:, None] + (X * X) * precision[:, None] * weights)
 
 
 __all__ = ["Rows", "FullRows", "DiagonalRows"]

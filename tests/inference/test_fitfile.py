@@ -167,7 +167,7 @@ def _array_variants(key, a):
     yield "object", np.array([object()] * max(a.size, 1), dtype=object)
     yield "one more element", np.append(a.ravel(), a.ravel()[:1] if a.size else [0]).astype(a.dtype)
     yield "another dtype", a.astype(np.float32 if a.dtype.kind == "i" else np.int64)
-    if a.dtype.kind == "f" and a.size and key != "controller/gains":
+    if a.dtype.kind == "f" and a.size and key not in ("controller/gains", "controller/steps", "controller/divergence"):
         bad = a.copy()
         bad.flat[0] = np.nan
         yield "NaN", bad

@@ -208,10 +208,13 @@ def test_the_ratios_of_gains_are_trusted_only_for_a_small_last_gain_in_a_regular
     from efvi.inference._controller import UNKNOWN_RATIO, Controller, _largest_ratio, _regular
     from efvi.inference._state import ControllerState
 
-    assert _regular([8.0, 4.0, 1.0]) and _regular([16.0, 8.0, 4.0, 2.0, 1.0])
-    assert not _regular([4.0, 1.0])                                  # too few to show a rate
-    assert not _regular([1.0, 1.5, 0.5, 0.1, 0.01])                  # a gain rose
-    assert not _regular([4.0, np.nan, 1.0]) and not _regular([4.0, 1.0, -1e-12])
+    full = [1.0] * 5
+    assert _regular([8.0, 4.0, 1.0], full[:3]) and _regular([16.0, 8.0, 4.0, 2.0, 1.0], full)
+    assert _regular([8.0, 4.0, 1.0], [0.5] * 3)                      # a fixed short step: one map
+    assert not _regular([4.0, 1.0], full[:2])                        # too few to show a rate
+    assert not _regular([1.0, 1.5, 0.5, 0.1, 0.01], full)            # a gain rose
+    assert not _regular([4.0, np.nan, 1.0], full[:3]) and not _regular([4.0, 1.0, -1e-12], full[:3])
+    assert not _regular([8.0, 4.0, 1.0], [0.25, 0.5, 1.0])           # back-offs: no one map
     assert _largest_ratio([8.0, 4.0, 1.0]) == 0.5
     assert _largest_ratio([5.0]) == UNKNOWN_RATIO
     assert _largest_ratio([1.0, 2.0, 1.0]) == 1.0 and _largest_ratio([1.0, 0.5, 0.0]) == 1.0
@@ -221,10 +224,10 @@ def test_the_ratios_of_gains_are_trusted_only_for_a_small_last_gain_in_a_regular
     rule = Adaptive()
     controller = Controller(rule, ControllerState(rule.initial_state(), "Adaptive", rule.params()), 1e-8, False)
     elbo, allowed = -1e4, 1e-4
-    controller.state.gains = [1e3, 2e2]
+    controller.state.gains, controller.state.steps = [1e3, 2e2], [1.0, 1.0]
     assert controller.elbo_test(elbo, elbo - 1e-5, False, []) == "check"      # ratios 0.2, 5e-8: passed
     assert not controller.needs_divergence                                   # small and regular: trusted
-    controller.state.gains = [1e3, 2e2]
+    controller.state.gains, controller.state.steps = [1e3, 2e2], [1.0, 1.0]
     assert controller.elbo_test(elbo, elbo - 1e-3, False, []) == "check"      # passed on ratios 0.2, 5e-6
     assert controller.needs_divergence                                       # but 1e-3 > 1e-4: confirm
     # the test itself: J / (2 (1 - sqrt(r))) <= tol |ELBO| with r the largest recent ratio (here 0.2)
