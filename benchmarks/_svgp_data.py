@@ -1,7 +1,9 @@
-"""The sparse-GP classification problem shared by efvi's and GPflow's SVGP benchmarks.
+"""The sparse-GP classification problem shared by efvi's, GPflow's and BayesNewton's SVGP benchmarks.
 
-numpy only, so that the efvi venv and a separate GPflow venv build bit-identical
-data, inducing points and kernel settings.
+numpy only, so that the efvi venv and the separate GPflow and BayesNewton venvs
+build bit-identical data, inducing points and kernel settings
+(``bench_sparse_gp.py`` runs the three; ``svgp_gpflow_peer.py`` and
+``svgp_bayesnewton_peer.py`` are the peers' sides).
 
 Protocol.  Kernel hyperparameters (``KERNEL``, a squared exponential with one
 shared lengthscale) and the inducing inputs (``inducing_points``) are fixed, and

@@ -1,4 +1,4 @@
-"""The peer side of the sparse-GP benchmark: GPflow's SVGP fitted by NaturalGradient.
+"""The first peer of the sparse-GP benchmark: GPflow's SVGP fitted by NaturalGradient.
 
 Runs in a separate environment that holds GPflow (it does not import efvi), for
 example one made with::
@@ -48,7 +48,13 @@ inducing outputs u = f(Z) themselves (GPflow's ``whiten=False`` form); with
 in both forms (``q_mu``, ``q_sqrt`` plain; ``v_mu``, ``v_sqrt`` whitened) with
 the inducing inputs ``Z``.
 
-``--summary RUN.json ...`` prints a markdown table of finished runs.
+``--summary RUN.json ...`` prints a markdown table of finished runs (also of
+``svgp_bayesnewton_peer.py``'s, which have the same fields).
+
+``bench_sparse_gp.py`` runs this script in turn with efvi and with
+``svgp_bayesnewton_peer.py`` for each (N, M), with gamma = 1 and at most 300
+steps, and calls it again with ``--q-in`` at efvi's and BayesNewton's fitted
+q(u).
 """
 
 import argparse
@@ -75,32 +81,42 @@ WINDOW = 5
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=float, default=1e4, help="number of data points (1e5 accepted)")
-    parser.add_argument("--m", type=int, default=100, help="number of inducing points")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the data and the inducing points")
+    add_shared_arguments(parser)
     parser.add_argument("--gamma", type=float, default=1.0, help="natural-gradient step size")
-    parser.add_argument("--iters", type=int, default=200, help="maximum number of steps")
-    parser.add_argument("--rtol", type=float, default=1e-9,
-                        help=f"stop when the ELBO changes by less than this, relative, over {WINDOW} steps")
     parser.add_argument("--link", choices=("logit", "probit", "probit-exact"), default="logit")
     parser.add_argument("--no-whiten", dest="whiten", action="store_false",
                         help="fit q(u) directly instead of the whitened q(v)")
     parser.add_argument("--gh-points", type=int, default=20, help="Gauss-Hermite nodes of the fit")
     parser.add_argument("--threads", type=int, default=1, help="TensorFlow intra- and inter-op threads")
     parser.add_argument("--q-in", help="only evaluate the ELBO at the q(u) in this .npz file")
-    parser.add_argument("--q-out", help="save the fitted q(u) to this .npz file")
-    parser.add_argument("--out", help="write the results to this JSON file")
     parser.add_argument("--summary", nargs="+", metavar="RUN_JSON",
                         help="print a markdown table of these result files and exit")
-    args = parser.parse_args(argv)
+    args = check_shared_arguments(parser, parser.parse_args(argv), ("gh_points", "threads"))
+    if not args.gamma > 0:
+        parser.error(f"--gamma must be positive, got {args.gamma}")
+    return args
+
+
+def add_shared_arguments(parser):
+    """The options of both peers' scripts: the problem's size and seed, the step budget, the outputs."""
+    parser.add_argument("--n", type=float, default=1e4, help="number of data points (1e5 accepted)")
+    parser.add_argument("--m", type=int, default=100, help="number of inducing points")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the data and the inducing points")
+    parser.add_argument("--iters", type=int, default=200, help="maximum number of steps")
+    parser.add_argument("--rtol", type=float, default=1e-9,
+                        help=f"stop when the ELBO changes by less than this, relative, over {WINDOW} steps")
+    parser.add_argument("--q-out", help="save the fitted q(u) to this .npz file")
+    parser.add_argument("--out", help="write the results to this JSON file")
+
+
+def check_shared_arguments(parser, args, counts=()):
+    """Check the shared options and the integer options ``counts`` (each at least 1); returns ``args``."""
     if args.n != int(args.n) or args.n < 1:
         parser.error(f"--n must be a positive integer, got {args.n}")
     args.n = int(args.n)
-    for name in ("m", "iters", "gh_points", "threads"):
+    for name in ("m", "iters", *counts):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
-    if not args.gamma > 0:
-        parser.error(f"--gamma must be positive, got {args.gamma}")
     return args
 
 
@@ -394,7 +410,7 @@ def summary(paths):
         cells = [f"{r['n']:.0e}", r["m"], r["link"], "yes" if r["whiten"] else "no", r["gamma"], r["status"],
                  r["n_steps"], _cell(r["step_median_s"], ".4g"), _cell(w["first_step"], "d"),
                  _cell(w["first_time_s"], ".3g"), _cell(w["settled_step"], "d"), _cell(w["settled_time_s"], ".3g"),
-                 f"{r['final_elbo']:.4f}", _cell(r["elbo_gh100"], ".4f"),
+                 f"{r['final_elbo']:.4f}", _cell(r.get("elbo_gh100"), ".4f"),
                  _cell(None if compile_s is None else r["tracing_s"] + compile_s, ".2f"),
                  f"{r['peak_rss_gb']:.2f}"]
         rows.append("| " + " | ".join(str(cell) for cell in cells) + " |")
@@ -411,16 +427,18 @@ def main(argv=None):
         print(summary(args.summary))
         return None
     result = run(args)
-    text = json.dumps(result, indent=1)
-    if args.out:
-        tmp = args.out + ".tmp"
-        with open(tmp, "w") as handle:
-            handle.write(text)
-        os.replace(tmp, args.out)
-    hidden = ("protocol", "versions") + (("time_s", "elbo") if result["mode"] == "fit" else ())
-    shown = {k: v for k, v in result.items() if k not in hidden}
-    print(json.dumps(shown, indent=1))
+    report(result, args.out, ("protocol", "versions") + (("time_s", "elbo") if result["mode"] == "fit" else ()))
     return result
+
+
+def report(result, out, hidden):
+    """Write ``result`` to the JSON file ``out`` (if given, atomically) and print it without the ``hidden`` keys."""
+    if out:
+        tmp = out + ".tmp"
+        with open(tmp, "w") as handle:
+            handle.write(json.dumps(result, indent=1))
+        os.replace(tmp, out)
+    print(json.dumps({k: v for k, v in result.items() if k not in hidden}, indent=1))
 
 
 if __name__ == "__main__":
