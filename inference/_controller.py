@@ -348,8 +348,10 @@ def _gap_after_checked_step(gain, divergence):
     zig-zags across its optimum, and ``|rho|`` is the rate.  ``inf`` when the step
     did not gain or ``|rho|`` reaches 1.
     """
-    if not (gain > 0.0 and divergence > 0.0):
-        return np.inf if not gain > 0.0 else 0.0
+    if not gain > 0.0:
+        return np.inf
+    if not divergence > 0.0:
+        return 0.0
     rate = abs(2.0 * gain / divergence - 1.0)
     return np.inf if rate >= 1.0 else gain * rate ** 2 / (1.0 - rate ** 2)
 

@@ -150,18 +150,19 @@ class SparseGP(Block):
         One block from the kept features, or blocks of ``STREAM_ROWS`` rows built
         on the fly when they are not kept (``max_feature_bytes``).
         """
+        n = self.n_points if index is None else len(index)
+        step = max(n, 1) if self.caches_features else STREAM_ROWS
+        for start in range(0, n, step):
+            positions = slice(start, min(start + step, n))
+            rows = positions if index is None else index[positions]
+            yield (positions,) + self.feature_rows(rows)
+
+    def feature_rows(self, rows):
+        """``(Phi[rows], d[rows])`` for a slice or index array ``rows``: from the kept features, or built."""
         if self.caches_features:
             phi, d = self.features
-            if index is None:
-                yield slice(None), phi, d
-            else:
-                yield slice(None), np.ascontiguousarray(phi[index]), d[index]
-            return
-        n = self.n_points if index is None else len(index)
-        for start in range(0, n, STREAM_ROWS):
-            positions = slice(start, min(start + STREAM_ROWS, n))
-            rows = positions if index is None else index[positions]
-            yield (positions,) + features(self.kernel, self.X[rows], self.Z, self.inducing_chol)
+            return phi[rows], d[rows]
+        return features(self.kernel, self.X[rows], self.Z, self.inducing_chol)
 
     # ------------------------------------------------------------------ block protocol
     def zero_message(self):
@@ -420,11 +421,7 @@ class _InducingView(PointValues):
         inverse = precision_inverse(q.precision_chol)
 
         def rows_marginals(rows):
-            if block.caches_features:
-                phi, d = block.features
-                phi, d = phi[rows], d[rows]
-            else:
-                phi, d = features(block.kernel, block.X[rows], block.Z, block.inducing_chol)
+            phi, d = block.feature_rows(rows)
             mean, var = marginals(phi, q.v_mean, q.precision_chol, inverse)
             return mean + block.mean_value, var + d
 
