@@ -31,7 +31,7 @@ from .. import expfam
 from ..expfam import ExponentialFamily
 from ._acceleration import AndersonAccelerator
 from ._controller import GAIN_WINDOW
-from .factor import GaussianSiteView, SiteView
+from .factor import GaussianSiteView, SiteView, is_remote
 from .result import _LIKELIHOOD_LOADERS, _REBUILDERS, FitResult, Marginals
 from ._state import ControllerState, FitState, HyperState
 from .steps import RULES
@@ -121,7 +121,7 @@ def _layout(result):
         for k, by_block in enumerate(per_factor):
             for i, parts in enumerate(by_block.values()):
                 for j, a in enumerate(parts):
-                    arrays[f"{name}/{k}/{i}/{j}"] = np.asarray(a, dtype=float)
+                    arrays[f"{name}/{k}/{i}/{j}"] = _Gathered(a) if is_remote(a) else np.asarray(a, dtype=float)
     for k, order in enumerate(state.orders):
         if order is not None:
             arrays[f"orders/{k}"] = np.asarray(order, dtype=np.int64)
@@ -194,6 +194,24 @@ def _layout(result):
         "likelihoods": [_likelihood_entry(result, k) for k in range(len(result.likelihoods))],
     }
     return arrays, meta
+
+
+class _Gathered:
+    """A site array kept elsewhere, gathered only when the writer reaches it (one such array in memory at a time).
+
+    ``numpy.savez_compressed`` converts each entry with ``np.asanyarray`` just
+    before writing it and drops it after, so a fit whose sites live on Dask
+    workers is saved with at most one of its (N,) arrays in this process.
+    """
+
+    dtype = np.dtype(float)
+
+    def __init__(self, part):
+        self.part = part
+        self.shape = tuple(int(n) for n in part.shape)
+
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray(self.part.gather(), dtype=dtype or float)
 
 
 def _likelihood_entry(result, k):

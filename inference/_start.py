@@ -71,6 +71,7 @@ def resume_state(engine, saved, rule, accelerate):
         raise ValueError(f"init does not match this model: it learned hyperparameters of shapes {theta_old}, "
                          f"this model learns {theta_new}")
     state = saved.copy()
+    state.sites = [factor.restore_sites(sites) for factor, sites in zip(engine.factors, state.sites)]
     controller = state.controller
     if controller.rule_kind == type(rule).__name__:
         try:

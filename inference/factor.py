@@ -43,6 +43,12 @@ class FactorEval:
     stochastic: bool = False
 
 
+def is_remote(part):
+    """Whether a site array is kept outside this process: it is no numpy array and has a ``gather()`` method
+    that brings its values here (the row blocks of a GLM on Dask arrays)."""
+    return not isinstance(part, np.ndarray) and callable(getattr(part, "gather", None))
+
+
 class Factor:
     """Base class of every factor.  Subclasses implement ``roles``-aware methods below.
 
@@ -136,6 +142,18 @@ class Factor:
         asks for ``init="prior"``.
         """
         return None
+
+    def restore_sites(self, sites):
+        """A previous fit's sites (block name -> tuple of arrays) in the form this factor keeps them.
+
+        Called when a fit resumes from a previous one (``fit(init=...)``), on a
+        copy of its sites, which may come from a file (numpy arrays) or from a
+        fit of the same model on another kind of storage.  The default gathers
+        any part that lives outside this process (one with a ``gather()``
+        method: the row blocks of a GLM on Dask arrays) into a numpy array; a
+        factor that keeps its sites elsewhere overrides it.
+        """
+        return {b: tuple(part.gather() if is_remote(part) else part for part in parts) for b, parts in sites.items()}
 
     def evaluate(self, q, index=None, rng=None):
         """Expected log-factor and site targets at posterior ``q`` (dict name -> posterior).

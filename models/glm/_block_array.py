@@ -8,7 +8,12 @@ each ufunc gives a new BlockArray with the same row blocks, persisted at once,
 so no task graph grows from one iteration to the next and nothing N-sized
 reaches the client.  Anything that needs the values in this process
 (``np.asarray``, ``np.concatenate``, ...) raises a ``TypeError`` that says
-how to get them (``.array.compute()``).
+how to get them (``.array.compute()``).  Two things do ask for the values on
+purpose: saving a fit gathers each site array with :meth:`BlockArray.gather`
+(one array at a time, as it is written), and a fit resumed on another kind of
+factor gathers them through :meth:`efvi.inference.Factor.restore_sites`.
+A BlockArray is never changed in place (every operation makes a new one), so
+copying a fit's state shares it (:meth:`BlockArray.copy`).
 """
 
 import numpy as np
@@ -51,6 +56,19 @@ class BlockArray(NDArrayOperatorsMixin):
     def __len__(self):
         return self.array.shape[0]
 
+    def gather(self):
+        """The values as one numpy array in this process (N-sized: for saving a fit, not for iterating).
+
+        Returns
+        -------
+        ndarray, shape ``self.shape``, float64
+        """
+        return np.asarray(self.array.compute(), dtype=float)
+
+    def copy(self):
+        """Itself: a BlockArray is never changed in place, so a copy of a fit's state may share it."""
+        return self
+
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         # results are new arrays: an in-place update (``out=``) returns the new one, which the
         # augmented assignment (``s *= rho``) binds in place of the old
@@ -76,8 +94,8 @@ class BlockArray(NDArrayOperatorsMixin):
         raise TypeError(_STAY_REMOTE.format(what=f"numpy.{func.__name__} does not apply to them"))
 
     def __array__(self, dtype=None, copy=None):
-        raise TypeError(_STAY_REMOTE.format(what="they do not become numpy arrays in this process (saving the fit "
-                                                 "to a file or resuming it with fit(init=...) would need that)"))
+        raise TypeError(_STAY_REMOTE.format(what="they do not become numpy arrays in this process by accident "
+                                                 "(.gather() asks for them on purpose)"))
 
     def __repr__(self):
         return f"BlockArray(shape={self.shape}, row chunks={len(self.array.chunks[0])})"

@@ -59,12 +59,19 @@ sites (16 bytes a row) are persisted by the factor; a per-point likelihood
 parameter given as a numpy array (an exposure for every row) goes to the
 workers once, a slice per block.
 
+Saving and resuming: ``fit.save(path)`` gathers the sites into the file one
+array at a time (8 bytes a row each, one (N,) array in this process at a
+time); :meth:`efvi.inference.FitResult.load` reads them back as numpy arrays, and
+``fit(init=...)`` on a Dask GLM sends them to the workers once, a block each
+(a Dask fit passed directly as ``init`` keeps its sites where they are).  A
+fit resumes on either kind of factor: a Dask fit on the in-memory GLM and the
+reverse, taking the path of an uninterrupted fit.
+
 Restrictions: a full :class:`~efvi.expfam.Gaussian` weight block (the
 mean-field start solves one system over all rows); full batch (no
 ``batch_size``); no Anderson acceleration (it extrapolates the whole site
-vector); fits are not saved to files or resumed with ``init=`` (their sites
-stay on the workers: ``fit.sites[k]`` holds dask arrays).  The data belong to
-the cluster that was running when the factor was built.
+vector); ``fit.sites[k]`` holds dask arrays.  The data belong to the cluster
+that was running when the factor was built.
 """
 
 import weakref
@@ -212,6 +219,27 @@ class DaskGLM(GLM):
         sites, _, _ = self._pass(_row_tasks.informed_rows, _row_tasks.RowContext(self.roles["on"], blocks),
                                  _layout(first))
         return sites
+
+    def restore_sites(self, sites):
+        """A previous fit's sites as blocked arrays on the workers, chunked like the rows.
+
+        Sites read from a file or taken from an in-memory fit (numpy arrays)
+        go to the workers once, a block each; those of a Dask fit stay where
+        they are (rechunked if its rows were split differently).
+        """
+        import dask.array as da
+
+        restored = {}
+        for b, parts in sites.items():
+            kept = []
+            for part in parts:
+                chunks = self._chunks(part.shape[1:])
+                if isinstance(part, BlockArray):
+                    kept.append(part if part.array.chunks == chunks else BlockArray(part.array.rechunk(chunks).persist()))
+                else:
+                    kept.append(BlockArray(da.from_array(np.asarray(part, dtype=float), chunks=chunks).persist()))
+            restored[b] = tuple(kept)
+        return restored
 
     def evaluate(self, q, index=None, rng=None, coarse=False):
         """One pass: ``E_q[log p]`` summed over the rows, and the site targets left on the workers."""

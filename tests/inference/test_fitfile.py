@@ -4,6 +4,7 @@ import errno
 import json
 import os
 import time
+import weakref
 
 import numpy as np
 import pytest
@@ -112,6 +113,57 @@ def test_a_loaded_fit_equals_the_saved_one_and_resumes_exactly(saved, tmp_path):
     from_file = model.fit(init=loaded, max_iter=6, warn=False, **kwargs)
     from_memory = model.fit(init=fit, max_iter=6, warn=False, **kwargs)
     np.testing.assert_array_equal(from_file.elbo_trace, from_memory.elbo_trace)
+
+
+class _RemoteArray:
+    """A site array kept outside this process (as a Dask GLM's row blocks are): ``gather()`` brings it here.
+
+    Records, at each gather, how many earlier gathered copies are still alive.
+    """
+
+    alive = []
+    live_at_gather = []
+
+    def __init__(self, values):
+        self.values = np.asarray(values, dtype=float)
+        self.shape = self.values.shape
+
+    def gather(self):
+        _RemoteArray.alive = [ref for ref in _RemoteArray.alive if ref() is not None]
+        _RemoteArray.live_at_gather.append(len(_RemoteArray.alive))
+        copy = _Buffer(self.values.copy())
+        _RemoteArray.alive.append(weakref.ref(copy))
+        return copy
+
+    def copy(self):
+        return self
+
+
+class _Buffer(np.ndarray):
+    """An ndarray subclass, so that a weak reference can watch it being freed."""
+
+    def __new__(cls, values):
+        return np.asarray(values).view(cls)
+
+
+def test_site_arrays_kept_elsewhere_are_gathered_one_at_a_time_when_saved(tmp_path):
+    model, fit = _minibatch_vmp()
+    state = fit.state.copy()
+    local = {b: tuple(np.array(a) for a in parts) for b, parts in state.sites[0].items()}
+    state.sites[0] = {b: tuple(_RemoteArray(a) for a in parts) for b, parts in local.items()}
+    remote = FitResult(fit.posterior, fit.sites, state, fit.converged, fit.timings, message=fit.message,
+                       factor_names=fit.factor_names, likelihoods=fit.likelihoods)
+    _RemoteArray.alive, _RemoteArray.live_at_gather = [], []
+    remote.save(tmp_path / "fit.npz")
+    n_parts = sum(len(parts) for parts in local.values())
+    assert len(_RemoteArray.live_at_gather) == n_parts and max(_RemoteArray.live_at_gather) == 0
+    loaded = FitResult.load(tmp_path / "fit.npz")
+    for b, parts in local.items():
+        for saved_part, part in zip(loaded.state.sites[0][b], parts):
+            np.testing.assert_array_equal(saved_part, part)
+    # resuming gathers them too (a factor that keeps its sites here): the same path as the local fit
+    kwargs = {"step": Fixed(0.5), "batch_size": 20, "minibatch": "sites", "max_iter": 3, "warn": False}
+    np.testing.assert_array_equal(model.fit(init=remote, **kwargs).elbo_trace, model.fit(init=fit, **kwargs).elbo_trace)
 
 
 # ---------------------------------------------------------------------- atomic saves

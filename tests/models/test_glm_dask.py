@@ -13,6 +13,7 @@ import pytest
 
 from efvi import Gamma, Gaussian, Model, glm, likelihoods
 from efvi.expfam import DiagonalGaussian
+from efvi.inference import FitResult
 
 da = pytest.importorskip("dask.array")
 dask = pytest.importorskip("dask")
@@ -137,8 +138,64 @@ def test_sites_stay_dask_arrays_chunked_like_the_rows(threads, tmp_path):
     stored = fit.state.sites[0]["w"][1]
     with pytest.raises(TypeError, match="stay in row blocks on the Dask workers: they do not become numpy arrays"):
         np.asarray(stored)
-    with pytest.raises(TypeError, match=r"saving the fit to a file or resuming it with fit\(init=...\)"):
-        fit.save(tmp_path / "fit.npz")
+    np.testing.assert_array_equal(stored.gather(), view.precision.compute())
+    assert stored.copy() is stored          # never changed in place: a copy of the state shares it
+
+
+# ---------------------------------------------------------------------- saved and resumed
+def _assert_same_path(resumed, uninterrupted):
+    """A resumed fit took the uninterrupted fit's path: same iterations, ELBOs, posterior and sites."""
+    assert resumed.n_iter == uninterrupted.n_iter and resumed.converged == uninterrupted.converged
+    np.testing.assert_allclose(resumed.elbo_trace, uninterrupted.elbo_trace, rtol=TOL, atol=0)
+    np.testing.assert_allclose(resumed.posterior["w"].mean, uninterrupted.posterior["w"].mean, rtol=0, atol=TOL)
+    np.testing.assert_allclose(resumed.posterior["w"].cov, uninterrupted.posterior["w"].cov, rtol=0, atol=TOL)
+    for name in ("natural_mean", "precision"):
+        values = [np.asarray(v.compute() if hasattr(v, "compute") else v)
+                  for v in (getattr(resumed.sites[0], name), getattr(uninterrupted.sites[0], name))]
+        np.testing.assert_allclose(*values, rtol=0, atol=TOL)
+
+
+def test_a_saved_fit_resumes_on_a_cluster_like_an_uninterrupted_fit(client, tmp_path):
+    X, y, lik = _poisson(seed=11)
+    reference, uninterrupted, _ = _pair(X, y, lik)
+    factor = glm.GLM(lik, _dask_X(X, 400), da.from_array(y, chunks=400), on="w")
+    model = Model({"w": _prior(4)}, [factor])
+    first = model.fit(max_iter=2, warn=False)
+    assert not first.converged
+    first.save(tmp_path / "fit.npz")
+    loaded = FitResult.load(tmp_path / "fit.npz")
+    # the file holds the sites the workers held
+    np.testing.assert_array_equal(loaded.sites[0].precision, first.sites[0].precision.compute())
+    np.testing.assert_array_equal(loaded.sites[0].natural_mean, first.sites[0].natural_mean.compute())
+    resumed = model.fit(init=loaded)
+    assert isinstance(resumed.sites[0].precision, da.Array)
+    _assert_same_path(resumed, uninterrupted)
+    _assert_same_path(resumed, reference)
+
+
+def test_fits_resume_across_in_memory_and_dask_factors(threads, tmp_path):
+    X, y, lik = _logistic(seed=12)
+    prior = {"w": _prior(4)}
+    in_memory = Model(prior, [glm.GLM(lik, X, y, on="w")])
+    on_dask = Model(prior, [glm.GLM(lik, _dask_X(X, 400), da.from_array(y, chunks=400), on="w")])
+    reference = in_memory.fit(acceleration=False)
+    # a Dask fit, as an object and from a file, continued by the in-memory GLM (its sites gathered)
+    dask_part = on_dask.fit(max_iter=2, warn=False)
+    dask_part.save(tmp_path / "dask.npz")
+    for init in (dask_part, FitResult.load(tmp_path / "dask.npz")):
+        _assert_same_path(in_memory.fit(init=init, acceleration=False), reference)
+    # an in-memory fit continued on Dask (its sites sent to the workers), and a Dask fit on rows split
+    # differently (its sites rechunked on the workers)
+    memory_part = in_memory.fit(max_iter=2, warn=False, acceleration=False)
+    resplit = Model(prior, [glm.GLM(lik, _dask_X(X, 300), da.from_array(y, chunks=300), on="w")])
+    for model, init in ((on_dask, memory_part), (resplit, dask_part)):
+        resumed = model.fit(init=init)
+        assert resumed.state.sites[0]["w"][1].array.chunks == model.factors[0].X.chunks[:1]
+        _assert_same_path(resumed, reference)
+    # a Dask fit passed as init keeps its sites on the workers, and is itself unchanged by the resumed fit
+    kept = on_dask.factors[0].restore_sites(dask_part.state.copy().sites[0])
+    assert kept["w"][1] is dask_part.state.sites[0]["w"][1]
+    assert dask_part.n_iter == 2 and len(dask_part.elbo_trace) == 3
 
 
 def test_import_efvi_does_not_import_dask():
