@@ -26,6 +26,7 @@ import numpy as np
 
 from ..expfam import tree_add, tree_lerp, tree_scale, tree_sub
 from .blocks import InvalidPosterior
+from ._hyperparameters import check_minibatch_learning, minibatch_step
 from .warnings import StepBackoffWarning
 
 _MIN_BACKOFF_RHO = 1e-14
@@ -66,9 +67,10 @@ class Engine:
         # one block whose factors all give targets that do not depend on it: one full step is the optimum
         self.exact_in_one_step = (not self.stochastic and len(self.order) == 1 and self._conjugate[self.order[0]])
         if self.stochastic and self.learners:
-            raise ValueError("hyperparameter learning needs a deterministic fit (no minibatches)")
+            check_minibatch_learning(self)
         self.state = self.controller = self.q = None
         self._first_targets = {}
+        self._step_targets = {}      # minibatch learning: block -> (its factors' targets, the q they were taken at)
         self._metrics = {}
         self._clear_caches()
         self._rebind(self.learners)   # a previous fit of this model may have bound them to its learned blocks
@@ -253,6 +255,8 @@ class Engine:
         """
         ks = self.touching[b]
         targets = self._targets(b, batches)
+        if self.stochastic and b in self.learners:
+            self._step_targets[b] = (targets, self.q[b])
         controller = self.controller
         record, restart = controller.keeps_history(self.state.elbo_trace)
         if restart:
@@ -340,6 +344,9 @@ class Engine:
             if not extrapolated and self.controller.is_short(rho):
                 shortened.append(b)
         elbo = current if current is not None else self.elbo(self.q, batches)
+        if self.stochastic and self.learners:
+            minibatch_step(self, batches, self._step_targets)
+            self._step_targets = {}
         state.iteration += 1
         self._first_targets = {}
         return elbo, min(rhos) if rhos else 0.0, shortened, accelerated
@@ -392,6 +399,37 @@ class Engine:
         self._clear_caches()
         self.controller.forget_history()
 
+    def move_hyperparameters(self, b, theta):
+        """Rebuild block ``b`` at log hyperparameters ``theta`` with its posterior held (minibatch learning).
+
+        The messages are kept, or carried by the block (``carry_messages``: a
+        sparse GP keeps ``q(u)`` at the inducing inputs where it was).
+
+        Raises
+        ------
+        ValueError
+            If the block cannot be built there or its posterior is invalid; the engine is then unchanged.
+        """
+        old, ks = self.blocks[b], self.touching[b]
+        old_messages = [self.state.messages[k][b] for k in ks]
+        try:
+            self.blocks[b] = new = old.with_hyperparameters(theta)
+            self._rebind([b])
+            if hasattr(new, "carry_messages"):
+                for k, message in zip(ks, new.carry_messages(old, old_messages)):
+                    self.state.messages[k][b] = message
+            qb = new.posterior(self.total_message(b))
+        except ValueError:
+            self.blocks[b] = old
+            for k, message in zip(ks, old_messages):
+                self.state.messages[k][b] = message
+            self._rebind([b])
+            raise
+        self.q = dict(self.q)
+        self.q[b] = qb
+        self.state.hyper.theta[b] = np.array(theta, dtype=float)
+        self._clear_caches()
+
     def _rederive_messages(self, b):
         """Rebind the factors of block ``b`` to it and recompute their messages from the stored sites.
 
@@ -418,7 +456,7 @@ class Engine:
         """Gradient of ``log Z(theta)`` of block ``b``'s prior times its fixed summed sites."""
         block = self.blocks[b]
         if hasattr(block, "elbo_gradient"):    # needs the per-point sites, not only their sum (a sparse GP)
-            return block.elbo_gradient(self.q[b], [self.state.sites[k][b] for k in self.touching[b]])
+            return block.elbo_gradient(self.q[b], [(self.state.sites[k][b], None, 1.0) for k in self.touching[b]])
         return block.log_normaliser(block.hyperparameters(), self.total_message(b))[1]
 
 

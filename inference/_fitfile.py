@@ -157,6 +157,11 @@ def _layout(result):
             arrays[f"accelerator/{key}"] = np.asarray(a, dtype=np.int64 if key == "counters" else float)
     for i, theta in enumerate(state.hyper.theta.values()):
         arrays[f"hyper/theta/{i}"] = np.asarray(theta, dtype=float)
+    for i, b in enumerate(state.hyper.theta):
+        if b in state.hyper.moments:
+            arrays[f"hyper/moments/{i}"] = np.array(state.hyper.moments[b], dtype=float)
+    if state.hyper.moments:
+        arrays["hyper/adam_steps"] = np.array([state.hyper.adam_steps], dtype=np.int64)
     evaluations = state.hyper.evaluations
     if evaluations:
         arrays["hyper/evaluations/theta"] = np.array([e[0] for e in evaluations], dtype=float)
@@ -583,7 +588,21 @@ class _Reader:
             for key, a in (("theta", points), ("gradient", gradients)):
                 self.check(a.shape == (count, size), f"hyper/evaluations/{key}", f"must have shape ({count}, {size})")
             evaluations = [(points[j], float(values[j]), gradients[j]) for j in range(count)]
-        return HyperState(theta, evaluations), log_scale
+        moments = {}
+        for i, (b, n) in enumerate(names.items()):
+            key = f"hyper/moments/{i}"
+            if key in self.manifest:
+                moments[b] = self.array(key)
+                self.check(moments[b].shape == (2, len(n)) and np.all(moments[b][1] >= 0.0), key,
+                           f"must hold Adam's two moment estimates, shape (2, {len(n)}), the second >= 0")
+                moments[b] = (moments[b][0], moments[b][1])
+        steps = 0
+        if moments or "hyper/adam_steps" in self.manifest:
+            steps = self.array("hyper/adam_steps")
+            self.check(steps.shape == (1,) and steps[0] >= 1 and bool(moments), "hyper/adam_steps",
+                       "must be one count >= 1, saved with Adam's moments")
+            steps = int(steps[0])
+        return HyperState(theta, evaluations, moments, steps), log_scale
 
     def _views(self, spec, sites):
         self.check(len(spec) == len(sites), "__meta__.site_views", f"must have one entry per factor ({len(sites)})")

@@ -26,11 +26,38 @@ bit for bit.
 A block that learns provides ``hyperparameters()``, ``with_hyperparameters(theta)``
 (a new block; the model's own is never changed) and
 ``log_normaliser(theta, message) -> (value, gradient)``.
+
+**Minibatches.**  A minibatch fit cannot converge the sites at every trial
+value: each iteration sees ``B`` of the ``N`` points.  Blocks that say
+``learns_from_minibatches`` (the sparse GP) learn as in Hensman et al. (2013)
+and GPflow's SVGP with natural gradients: every iteration takes the stochastic
+CVI step on ``q`` and one Adam step (Kingma and Ba, 2015) on ``theta`` with
+the block's ``learning_rate``, both from the same minibatch at the same point.
+The Adam step follows ``(N / B) sum_{i in B} d E_q[log p(y_i | f_i)] / d theta``
+minus the KL term's gradient, at fixed ``q`` in the block's chosen
+coordinates (the sparse GP holds ``q(u)`` at the inducing inputs): an
+unbiased estimate of the ELBO's gradient, whose per-point derivatives are read
+off the CVI targets the step has just computed (:meth:`SparseGP.elbo_gradient`).
+The block then carries the messages to the new hyperparameters so that ``q``
+in those coordinates does not move (:meth:`SparseGP.carry_messages`).  A step that leaves the valid hyperparameters (a ``K_zz`` that
+cannot be factorised) is halved until it does not; Adam's moments and its step
+count are part of the fit state, saved in fit files, so a resumed fit takes
+the uninterrupted path.
 """
 
 import numpy as np
 
+from ._adam import adam_update
 from .lbfgs import minimise
+
+ADAM_BETAS = (0.9, 0.999)
+"""Adam's decay rates of its first and second moment estimates (Kingma and Ba's defaults)."""
+
+ADAM_EPS = 1e-8
+"""Adam's denominator offset."""
+
+MAX_HALVINGS = 10
+"""Times a minibatch step on the hyperparameters is halved before it is skipped (counted as a back-off)."""
 
 
 class _BudgetSpent(Exception):
@@ -110,3 +137,61 @@ def learn(loop):
     if not converged:
         loop.failure = message
     return converged
+
+
+def check_minibatch_learning(engine):
+    """Raise a named ValueError unless every learning block of a stochastic fit can learn from minibatches."""
+    for b in engine.learners:
+        block = engine.blocks[b]
+        if not getattr(block, "learns_from_minibatches", False):
+            raise ValueError(
+                f"block {b!r} ({type(block).__name__}) learns its hyperparameters in full batch only (L-BFGS with "
+                "the sites converged at every trial value): fit it without batch_size, or fix its "
+                "hyperparameters; minibatch learning (Adam) is available for sparse GP blocks")
+    if engine.minibatch == "sites":
+        raise ValueError("minibatch hyperparameter learning needs minibatch='svi' (its q is held in the block's "
+                         "own coordinates while the hyperparameters move); got minibatch='sites'")
+
+
+def minibatch_step(engine, batches, step_targets):
+    """One Adam step on every learning block's hyperparameters from this iteration's minibatch (module notes).
+
+    Parameters
+    ----------
+    engine : efvi.inference._engine.Engine
+    batches : list
+        Per factor, the points of this iteration (None: all).
+    step_targets : dict
+        Block name -> (factor -> CVI targets of its points, the block's posterior they were taken at).
+
+    Raises
+    ------
+    RuntimeError
+        If the estimated gradient is not finite, naming the block and iteration.
+    """
+    hyper = engine.state.hyper
+    hyper.adam_steps += 1
+    for b in engine.learners:
+        targets, q = step_targets[b]
+        block = engine.blocks[b]
+        gradient = block.elbo_gradient(q, [(targets[k], batches[k], 1.0 if batches[k] is None else
+                                            engine.factors[k].n_data / len(batches[k])) for k in engine.touching[b]])
+        if not np.all(np.isfinite(gradient)):
+            raise RuntimeError(
+                f"block {b!r}: the minibatch estimate of the ELBO's gradient in its hyperparameters is not finite "
+                f"at iteration {engine.state.iteration} (hyperparameters {hyper.theta[b]}): lower its learning_rate, "
+                "standardise the inputs, or start from other hyperparameters")
+        zeros = np.zeros_like(gradient)
+        first, second = hyper.moments.get(b, (zeros, zeros))
+        theta = hyper.theta[b]
+        proposed, first, second = adam_update(theta, -gradient, first, second, hyper.adam_steps,
+                                              block.learning_rate, *ADAM_BETAS, ADAM_EPS)
+        hyper.moments[b] = (first, second)
+        for _ in range(MAX_HALVINGS + 1):
+            try:
+                engine.move_hyperparameters(b, proposed)
+                break
+            except ValueError:          # a K_zz that cannot be factorised, an invalid posterior there
+                proposed = theta + 0.5 * (proposed - theta)
+        else:
+            engine.state.n_backoffs += 1

@@ -108,7 +108,8 @@ def run(engine, max_iter, callback=None, progress=False, warn=True):
     start = time.perf_counter()
     loop = Loop(engine, max_iter, callback, progress)
     try:
-        converged = learn(loop) if engine.learners else loop.converge_sites()
+        # minibatch fits learn by Adam steps inside their sweeps (see efvi.inference._hyperparameters)
+        converged = learn(loop) if engine.learners and not engine.stochastic else loop.converge_sites()
     finally:
         loop.close()
     message = ""

@@ -72,10 +72,17 @@ class HyperState:
         Every completed evaluation of the objective: (log hyperparameters of
         all learning blocks concatenated, ``-ELBO``, its gradient).  A resumed
         search replays them, so it takes exactly the path of an uninterrupted one.
+    moments : dict
+        Minibatch learning (Adam): block name -> (first, second) moment
+        estimates, each of the shape of ``theta[b]`` (empty in full-batch fits).
+    adam_steps : int
+        Adam steps taken so far (its bias correction counts them).
     """
 
     theta: dict = field(default_factory=dict)
     evaluations: list = field(default_factory=list)
+    moments: dict = field(default_factory=dict)
+    adam_steps: int = 0
 
 
 class FitState:
@@ -125,7 +132,9 @@ class FitState:
         new = FitState(_copy_parts(self.sites), _copy_parts(self.messages), _copy_rng(self.rng),
                        _copy_controller(self.controller),
                        HyperState({b: np.array(t) for b, t in self.hyper.theta.items()},
-                                  [(np.array(x), float(v), np.array(g)) for x, v, g in self.hyper.evaluations]))
+                                  [(np.array(x), float(v), np.array(g)) for x, v, g in self.hyper.evaluations],
+                                  {b: (np.array(m1), np.array(m2)) for b, (m1, m2) in self.hyper.moments.items()},
+                                  self.hyper.adam_steps))
         new.orders = [None if o is None else np.array(o) for o in self.orders]
         new.positions = list(self.positions)
         new.iteration = self.iteration

@@ -137,7 +137,7 @@ class CollapsedBound:
         q, sites = fit.posterior["f"], fit.sites[0]
         mean, var = q.marginals()
         d_noise = 0.5 * float(np.sum((self.y - mean) ** 2 + var - variance)) / variance ** 2
-        gradient = np.append(learner.elbo_gradient(q, [(sites.natural_mean, sites.precision)]),
+        gradient = np.append(learner.elbo_gradient(q, [((sites.natural_mean, sites.precision), None, 1.0)]),
                              d_noise * (variance - self.noise_floor))
         return -fit.elbo, -gradient, fit, learner.kernel, variance
 

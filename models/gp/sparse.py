@@ -31,11 +31,14 @@ ELBO is the SVGP bound ``sum_i E_q[log p(y_i | f_i)] - KL(q(v) || N(0, I))``
 Kernel hyperparameters and, optionally, the inducing inputs are learned by the
 engine's L-BFGS on the ELBO with the sites re-converged at each trial value
 (as for the dense GP).  At converged sites the gradient is the partial
-derivative of the bound at fixed ``q(v)``, whose per-point derivatives
+derivative of the bound at fixed ``q(u)``, whose per-point derivatives
 ``g_m = gamma_i - pi_i E[f_i]`` and ``g_v = -pi_i / 2`` are read off the sites
 (:mod:`efvi.models.gp._sparse_gradient`).  Because ``Phi`` depends on the
 hyperparameters, the engine re-derives the block's messages from the stored
-per-point sites whenever they change.
+per-point sites whenever they change.  Minibatch fits learn them too (Hensman
+et al., 2013): one Adam step per stochastic CVI step, on the minibatch's
+unbiased estimate of the same gradient at fixed ``q(u)``, after which
+:meth:`SparseGP.carry_messages` keeps ``q(u)`` where it was.
 """
 
 import numpy as np
@@ -77,6 +80,12 @@ class SparseGP(Block):
         Iterations of the outer L-BFGS (each re-converges the sites).  With
         learned inducing inputs (``M x D`` more parameters) raise it, and the
         fit's ``max_iter``, well above the defaults (e.g. 2000 and 20000).
+    learning_rate : float
+        Adam's step size for the learned values in a minibatch fit
+        (``fit(batch_size=...)``), which takes one Adam step on them per CVI
+        step, from the same minibatch (the kernel's hyperparameters are
+        logs; the inducing inputs are in the units of ``X``).  Full-batch
+        fits learn by L-BFGS and do not use it.
     jitter : float
         Added to the diagonal of ``K_zz``, relative to its mean diagonal, before
         its Cholesky factorisation.
@@ -96,9 +105,13 @@ class SparseGP(Block):
     family = Gaussian
     messages_depend_on_hyperparameters = True
     """The ``v``-space message of a site depends on ``Phi``: the engine re-derives it when they change."""
+    learns_from_minibatches = True
+    """Minibatch fits may learn the hyperparameters: :meth:`elbo_gradient` of a minibatch's targets,
+    weighted by ``N / B``, is an unbiased estimate of the ELBO's gradient at fixed ``q(u)``, and
+    :meth:`carry_messages` keeps ``q(u)`` where it was when they change."""
 
     def __init__(self, kernel, X, inducing, mean=0.0, learn_hyperparameters=False, learn_inducing=False,
-                 hyper_max_iter=100, jitter=1e-8, max_feature_bytes=2 ** 31):
+                 hyper_max_iter=100, jitter=1e-8, max_feature_bytes=2 ** 31, learning_rate=0.01):
         if not isinstance(kernel, Kernel):
             raise ValueError(f"kernel must be a efvi.models.gp.kernels.Kernel; got {type(kernel).__name__}")
         self.X = as_inputs(X, "X", kernel.input_dim)
@@ -119,15 +132,21 @@ class SparseGP(Block):
         self.learn_inducing = bool(learn_inducing)
         self.learns_hyperparameters = self.learn_kernel or self.learn_inducing
         self.hyper_max_iter = check_integer(hyper_max_iter, "hyper_max_iter", minimum=1)
+        rate = as_float(learning_rate, "learning_rate")
+        if rate.ndim != 0 or not 0.0 < rate < np.inf:
+            raise ValueError(f"learning_rate must be a positive finite number (Adam's step size); got {learning_rate!r}")
+        self.learning_rate = float(rate)
         self.n_points = self.X.shape[0]
         self.caches_features = 8 * self.n_points * self.Z.shape[0] <= check_integer(
             max_feature_bytes, "max_feature_bytes", minimum=0)
         self._set(kernel, self.Z)
 
-    def _set(self, kernel, Z):
+    def _set(self, kernel, Z, trial=False):
         self.kernel, self.Z = kernel, Z
         self.inducing_chol = inducing_cholesky(kernel, Z, self.jitter)
         self._features = None
+        self._trial = trial
+        self._last_batch = (None, None)
 
     @property
     def n_inducing(self):
@@ -158,11 +177,24 @@ class SparseGP(Block):
             yield (positions,) + self.feature_rows(rows)
 
     def feature_rows(self, rows):
-        """``(Phi[rows], d[rows])`` for a slice or index array ``rows``: from the kept features, or built."""
-        if self.caches_features:
+        """``(Phi[rows], d[rows])`` for a slice or index array ``rows``: from the kept features, or built.
+
+        A block made by :meth:`with_hyperparameters` builds the rows of a
+        minibatch (an index array) alone unless its features are already kept:
+        a minibatch fit that learns makes a new block every step, and building
+        all ``N`` rows for each would cost ``O(N M^2)`` a step.
+        """
+        minibatch = not isinstance(rows, slice)
+        if self.caches_features and (self._features is not None or not (self._trial and minibatch)):
             phi, d = self.features
             return phi[rows], d[rows]
-        return features(self.kernel, self.X[rows], self.Z, self.inducing_chol)
+        last, built = self._last_batch           # one minibatch's rows serve a whole step: built once
+        if minibatch and last is not None and last.shape == np.shape(rows) and np.array_equal(last, rows):
+            return built
+        built = features(self.kernel, self.X[rows], self.Z, self.inducing_chol)
+        if minibatch:
+            self._last_batch = (np.array(rows), built)
+        return built
 
     # ------------------------------------------------------------------ block protocol
     def zero_message(self):
@@ -222,27 +254,66 @@ class SparseGP(Block):
             raise ValueError("the inducing inputs must be finite")
         block = SparseGP.__new__(SparseGP)
         block.__dict__.update(self.__dict__)
-        block._set(kernel, np.ascontiguousarray(Z))
+        block._set(kernel, np.ascontiguousarray(Z), trial=True)
         return block
 
-    def elbo_gradient(self, q, sites):
-        """Gradient of the ELBO in :meth:`hyperparameters` at fixed ``q(v)``, from converged per-point sites.
+    def elbo_gradient(self, q, observations):
+        """Gradient of the ELBO in :meth:`hyperparameters` at fixed ``q(u)`` (see :mod:`._sparse_gradient`).
+
+        With every point's converged sites this is the gradient of the
+        converged ELBO (the envelope theorem); with the CVI targets of a
+        minibatch at ``q``, weighted by ``N / B``, an unbiased estimate of the
+        ELBO's gradient at fixed ``q(u)`` (Hensman et al., 2013).  The
+        per-point derivatives are read off the sites or targets:
+        ``g_m = gamma_i - pi_i E[f_i]``, ``g_v = -pi_i / 2``.
 
         Parameters
         ----------
         q : SparseGPPosterior
-        sites : list of tuples ``(gamma, pi)``, each of shape (N,)
-            The per-point sites of the factors observing this block.
+        observations : list of (sites, index, scale)
+            One per factor observing this block: its per-point ``(gamma, pi)``
+            (each of shape (N,), or (B,) for the points ``index`` of a
+            minibatch; ``index`` None: all points) and the weight of its
+            expected log-likelihood (``N / B`` for a minibatch, else 1).
 
         Returns
         -------
         ndarray, shape (n_hyperparameters,)
         """
-        gamma = sum(s[0] for s in sites)
-        pi = sum(s[1] for s in sites)
-        g_m = gamma - pi * q.mean
-        g_v = -0.5 * pi
-        return _sparse_gradient.bound_gradient(self, q.v_mean, q.v_cov, g_m, g_v)
+        parts = []
+        for (gamma, pi), index, scale in observations:
+            mean = q.mean if index is None else q.marginals(index)[0]
+            parts.append((gamma - pi * mean, -0.5 * pi, index, scale))
+        return _sparse_gradient.bound_gradient(self, q, parts)
+
+    def carry_messages(self, old, messages):
+        """The factors' messages to this block that keep ``q(u)`` of the block ``old`` where it was.
+
+        A minibatch fit that learns moves the hyperparameters at fixed
+        ``q(u)`` (:mod:`._sparse_gradient`).  In the whitened coordinates
+        ``v' = T^{-1} v`` with ``T = L_z^{-1} L_z'``, so the posterior's natural
+        parameters become ``(T^T eta, T^T Lambda T)``: each message is carried
+        by ``T``, and the first also takes the change of the prior's share,
+        ``T^T T - I`` (the next CVI steps replace it with the sites' own).
+
+        Parameters
+        ----------
+        old : SparseGP
+            The block the messages were formed for.
+        messages : list of tuple
+            ``(eta, Lambda_part)`` of each factor, shapes (M,) and (M, M).
+
+        Returns
+        -------
+        list of tuple, like ``messages``
+        """
+        T = solve_triangular(old.inducing_chol, self.inducing_chol, lower=True, check_finite=False)
+        carried = [(T.T @ eta, T.T @ part @ T) for eta, part in messages]
+        if carried:
+            eta, part = carried[0]
+            shift = T.T @ T - np.eye(T.shape[0])
+            carried[0] = (eta, 0.5 * (part + part.T) + shift)
+        return carried
 
 
 def inducing_cholesky(kernel, Z, jitter):

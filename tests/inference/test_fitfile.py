@@ -53,7 +53,28 @@ def _gp_sum_kernel():
     return model, fit
 
 
-FITS = {"markov_gp": _markov_gp_mid_search, "minibatch_vmp": _minibatch_vmp, "gp_sum_kernel": _gp_sum_kernel}
+def _sparse_minibatch_learning():
+    """A sparse GP learning its kernel and inducing inputs from minibatches: Adam's moments are present."""
+    rng = np.random.default_rng(7)
+    X = rng.uniform(-3, 3, size=(100, 1))
+    y = (rng.random(100) < 1 / (1 + np.exp(-2 * np.sin(2 * X[:, 0])))).astype(float)
+    block = gp.SparseGP(gp.kernels.RBF(lengthscale=0.5), X, np.linspace(-2, 2, 4)[:, None],
+                        learn_hyperparameters=True, learn_inducing=True, learning_rate=0.05)
+    model = Model({"f": block}, [Observe(likelihoods.Bernoulli(), y, on="f")])
+    fit = model.fit(batch_size=25, max_iter=6, warn=False)
+    assert fit.state.hyper.moments and fit.state.hyper.adam_steps == 6
+    return model, fit
+
+
+FITS = {"markov_gp": _markov_gp_mid_search, "minibatch_vmp": _minibatch_vmp, "gp_sum_kernel": _gp_sum_kernel,
+        "sparse_minibatch_learning": _sparse_minibatch_learning}
+
+
+def _resume_options(fit):
+    """The fit options a saved fit was made with (resumed fits must use them to take the same path)."""
+    if "tau" in fit.posterior:
+        return {"step": Fixed(0.5), "batch_size": 20, "minibatch": "sites"}
+    return {"batch_size": 25} if fit.state.hyper.moments else {}
 
 
 @pytest.fixture(scope="module", params=sorted(FITS))
@@ -109,7 +130,7 @@ def test_a_loaded_fit_equals_the_saved_one_and_resumes_exactly(saved, tmp_path):
             inputs = {"x": np.array([0, 3, 30]), "f": np.array([[0.5], [7.0]])}[name] \
                 if "tau" not in fit.posterior and fit.posterior.keys() >= {"f", "x"} else np.array([-1.0, 70.0])
             np.testing.assert_array_equal(loaded.posterior[name].predict(inputs)[1], q.predict(inputs)[1])
-    kwargs = {"step": Fixed(0.5), "batch_size": 20, "minibatch": "sites"} if "tau" in fit.posterior else {}
+    kwargs = _resume_options(fit)
     from_file = model.fit(init=loaded, max_iter=6, warn=False, **kwargs)
     from_memory = model.fit(init=fit, max_iter=6, warn=False, **kwargs)
     np.testing.assert_array_equal(from_file.elbo_trace, from_memory.elbo_trace)

@@ -148,7 +148,7 @@ def test_hyperparameter_gradient_matches_finite_differences_of_the_converged_elb
     block = gp.SparseGP(KERNEL, X, Z, learn_hyperparameters=True, learn_inducing=learn_inducing)
     block.name = "f"
     fit = _fit(gp.SparseGP(KERNEL, X, Z), likelihoods.BernoulliLogit(), y, tol=1e-15, max_iter=500)
-    analytic = block.elbo_gradient(fit.posterior["f"], [(fit.sites[0].natural_mean, fit.sites[0].precision)])
+    analytic = block.elbo_gradient(fit.posterior["f"], [((fit.sites[0].natural_mean, fit.sites[0].precision), None, 1.0)])
     theta = block.hyperparameters()
     step = 1e-5
     numeric = np.array([(_converged_elbo(theta + step * e, Z.shape, X, y, learn_inducing)
