@@ -47,8 +47,9 @@ coordinates, so nothing is multiplied by ``K_zz^{-1}`` explicitly: two
 triangular solves at the end are as accurate as differentiating through the
 Cholesky factor.  One reverse pass of autograd through the kernel alone then
 takes these to the hyperparameters and the inducing inputs, a block of rows at
-a time, so no ``N``-sized autograd graph is built and no linear algebra is
-traced (checked against finite differences of an independent SVGP bound).
+a time (each block's ``K_zx`` cotangent is formed and used at once), so
+nothing ``N``-sized is kept, no ``N``-sized autograd graph is built and no
+linear algebra is traced (checked against finite differences of an independent SVGP bound).
 """
 
 import numpy as np
@@ -79,11 +80,13 @@ def bound_gradient(block, q, parts):
     from autograd import grad
 
     kernel, Z, L = block.kernel, block.Z, block.inducing_chol
+    theta = block.hyperparameters()
     m, S = q.v_mean, q.v_cov
     size = L.shape[0]
     spread = S - np.eye(size)
     w, Q = np.zeros(size), np.zeros((size, size))
-    chunks = []
+    gradient = np.zeros_like(theta)
+    through_rows = grad(_row_terms)
     for g_m, g_v, index, scale in parts:
         X = block.X if index is None else block.X[index]
         for start in range(0, X.shape[0], ROWS):
@@ -92,13 +95,13 @@ def bound_gradient(block, q, parts):
             mean_weights, var_weights = scale * g_m[rows], scale * g_v[rows]
             w += phi @ mean_weights
             Q += (phi * var_weights) @ phi.T
-            inner = np.outer(m, mean_weights) + 2.0 * (spread @ phi) * var_weights
-            chunks.append((X[rows], _back(L, inner), var_weights))
+            G_zx = _back(L, np.outer(m, mean_weights) + 2.0 * (spread @ phi) * var_weights)
+            gradient += through_rows(theta, block, X[rows], G_zx, var_weights)
     QS = Q @ S
     H = -np.outer(w, m) - QS - QS.T + Q + 0.5 * (spread + np.outer(m, m))
     G_zz = _back(L, _back(L, H).T).T                     # L^{-T} H L^{-1}
     jitter = block.jitter * np.trace(G_zz) if np.mean(kernel.diag(Z)) > 1e-300 else 0.0
-    return grad(_kernel_terms)(block.hyperparameters(), block, G_zz, jitter, chunks)
+    return gradient + grad(_inducing_terms)(theta, block, G_zz, jitter)
 
 
 def _back(L, B):
@@ -106,18 +109,28 @@ def _back(L, B):
     return solve_triangular(L, B, lower=True, trans="T", check_finite=False)
 
 
-def _kernel_terms(theta, block, G_zz, jitter, chunks):
-    """``<G_zz, K_zz> + jitter mean(diag K_zz) + sum <G_zx, K_zx> + <g, diag K_xx>`` at ``theta`` (autograd).
-
-    Its gradient is the chain rule from the kernel matrices' cotangents to the hyperparameters.
-    """
+def _kernel_parts(theta, block):
+    """The kernel's parameters and the inducing inputs at ``theta`` (autograd)."""
     import autograd.numpy as anp
 
     kernel = block.kernel
     n_kernel = kernel.n_params if block.learn_kernel else 0
     params = anp.exp(theta[:n_kernel]) if block.learn_kernel else kernel._param_vector()
     Z = anp.reshape(theta[n_kernel:], block.Z.shape) if block.learn_inducing else block.Z
-    value = anp.sum(G_zz * kernel._matrix(params, Z, None)) + jitter * anp.mean(kernel._diag(params, Z))
-    for X, G_zx, g in chunks:
-        value = value + anp.sum(G_zx * kernel._matrix(params, Z, X)) + anp.dot(g, kernel._diag(params, X))
-    return value
+    return params, Z
+
+
+def _inducing_terms(theta, block, G_zz, jitter):
+    """``<G_zz, K_zz> + jitter mean(diag K_zz)`` at ``theta`` (autograd: its gradient is the chain rule)."""
+    import autograd.numpy as anp
+
+    params, Z = _kernel_parts(theta, block)
+    return anp.sum(G_zz * block.kernel._matrix(params, Z, None)) + jitter * anp.mean(block.kernel._diag(params, Z))
+
+
+def _row_terms(theta, block, X, G_zx, g):
+    """``<G_zx, K_zx> + <g, diag K_xx>`` over the rows ``X`` at ``theta`` (autograd: its gradient is the chain rule)."""
+    import autograd.numpy as anp
+
+    params, Z = _kernel_parts(theta, block)
+    return anp.sum(G_zx * block.kernel._matrix(params, Z, X)) + anp.dot(g, block.kernel._diag(params, X))

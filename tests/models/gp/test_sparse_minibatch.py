@@ -58,6 +58,17 @@ def test_minibatch_estimates_of_one_partition_average_to_the_full_gradient():
     assert np.ptp(np.array(estimates), axis=0).max() > 1e-3 * np.abs(full).max()    # each is only an estimate
 
 
+def test_the_gradient_is_the_same_in_blocks_of_rows(monkeypatch):
+    from efvi.models.gp import _sparse_gradient
+
+    X, y = _classification(n=60, seed=10)
+    block, factor, q = _unconverged(X, y, np.linspace(-2.5, 2.5, 5)[:, None], 0.1, learn_inducing=True)
+    observations = [(factor.evaluate({"f": q}).targets["f"], None, 1.0)]
+    whole = block.elbo_gradient(q, observations)
+    monkeypatch.setattr(_sparse_gradient, "ROWS", 7)           # 9 blocks, the last of 4 rows
+    np.testing.assert_allclose(block.elbo_gradient(q, observations), whole, rtol=1e-12, atol=1e-12)
+
+
 def test_carried_messages_keep_q_u_where_it_was():
     X, y = _classification(n=60, seed=9)
     block, _, q = _unconverged(X, y, np.linspace(-2.5, 2.5, 5)[:, None], 0.3, learn_inducing=True)
