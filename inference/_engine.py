@@ -45,7 +45,6 @@ class Engine:
 
     def __init__(self, model, batch_size, minibatch):
         self.blocks = dict(model.blocks)      # a learning block is replaced, never changed, by new hyperparameters
-        self._model_blocks = model.blocks
         self.factors = model.factors
         self._factor_blocks = [f.block_names for f in self.factors]
         self.touching = {b: [k for k, names in enumerate(self._factor_blocks) if b in names] for b in self.blocks}
@@ -447,10 +446,6 @@ class Engine:
             if getattr(self.blocks[b], "messages_depend_on_hyperparameters", False):
                 for k in self.touching[b]:
                     self.factors[k].bind({n: self.blocks[n] for n in self._factor_blocks[k]})
-
-    def model_hyperparameters(self, b):
-        """The log hyperparameters of block ``b`` as the model defines them (where every search starts)."""
-        return np.array(self._model_blocks[b].hyperparameters(), dtype=float)
 
     def hyperparameter_gradient(self, b):
         """Gradient of ``log Z(theta)`` of block ``b``'s prior times its fixed summed sites."""

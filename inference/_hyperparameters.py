@@ -118,12 +118,14 @@ class _Search:
 def learn(loop):
     """Maximise the ELBO over the hyperparameters of the engine's learning blocks; returns converged.
 
-    The search starts from the model's own hyperparameters (those of the
-    blocks as the user built them), so that a resumed search replays the
-    same path.
+    A fresh search starts where the fit's hyperparameters are: the model's
+    own, or those a minibatch fit learned when it resumes one (full-batch
+    L-BFGS then polishes them).  A resumed search starts where it first
+    started, its first logged evaluation, so that it replays the same path.
     """
     engine = loop.engine
-    start = np.concatenate([engine.model_hyperparameters(b) for b in engine.learners])
+    log = engine.state.hyper.evaluations
+    start = np.array(log[0][0]) if log else np.concatenate([engine.state.hyper.theta[b] for b in engine.learners])
     search = _Search(loop, start)
     tol = engine.controller.tol
     max_iter = min(engine.blocks[b].hyper_max_iter for b in engine.learners)

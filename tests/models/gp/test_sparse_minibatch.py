@@ -143,3 +143,16 @@ def test_an_invalid_learning_rate_is_named(rate):
     X, _ = _classification(n=20)
     with pytest.raises(ValueError, match="learning_rate"):
         gp.SparseGP(KERNEL, X, X[::4], learning_rate=rate)
+
+
+def test_a_full_batch_fit_resumed_from_minibatch_learning_starts_there_and_reaches_the_optimum():
+    X, y = _regression(n=600, seed=5)
+    model = _regression_model(X, y, learning_rate=0.05)
+    rough = model.fit(batch_size=100, max_iter=60, warn=False)
+    polished = model.fit(init=rough)
+    fresh = model.fit()
+    assert polished.converged and fresh.converged
+    np.testing.assert_array_equal(polished.state.hyper.evaluations[0][0], rough.state.hyper.theta["f"])
+    assert polished.elbo == pytest.approx(fresh.elbo, abs=1e-6 * abs(fresh.elbo))
+    for name, value in fresh.hyperparameters["f"].items():
+        assert polished.hyperparameters["f"][name] == pytest.approx(value, rel=1e-3)
