@@ -20,7 +20,8 @@ apart and took 1 (informed start) and 4 (from the prior) more iterations on
 breast-cancer logistic regression.
 The engine only proposes this point: it is accepted when the posterior is valid
 and the exact ELBO does not decrease, otherwise the ordinary damped step is
-taken.  The history lives in two preallocated ring buffers of differences, and
+taken.  With several blocks the map is a whole sweep of block updates, and the
+pair is (all sites before the sweep, all sites after it).  The history lives in two preallocated ring buffers of differences, and
 ``gamma`` comes from the ``depth x depth`` normal equations (with a relative
 ridge), so an iteration costs ``O(depth * P)`` arithmetic and no allocation of
 ``P``-sized arrays beyond the proposal itself.

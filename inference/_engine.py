@@ -247,17 +247,18 @@ class Engine:
             self.state.messages[k][b] = new_message
         self.q = q_new
 
-    def _update_block(self, b, batches, current_elbo, accelerate):
+    def _update_block(self, b, batches, current_elbo, accelerate, joint=False):
         """One damped site update of block ``b``; returns (rho used or 0.0, new ELBO or None, extrapolated).
 
-        ``current_elbo`` is the ELBO before the update, or None when not yet computed.
+        ``current_elbo`` is the ELBO before the update, or None when not yet computed.  ``joint``: the
+        acceleration history is the whole sweep's (:meth:`_joint_extrapolation`), not this block's.
         """
         ks = self.touching[b]
         targets = self._targets(b, batches)
         if self.stochastic and b in self.learners:
             self._step_targets[b] = (targets, self.q[b])
         controller = self.controller
-        record, restart = controller.keeps_history(self.state.elbo_trace)
+        record, restart = (False, False) if joint else controller.keeps_history(self.state.elbo_trace)
         if restart:
             controller.accelerator.reset()
         if record:
@@ -334,21 +335,99 @@ class Engine:
         if self.stochastic:
             self._cache = [None] * len(self.factors)
         accelerate = self.controller.accelerate_now(state.iteration, state.elbo_trace)
-        current = self.elbo(self.q, batches) if accelerate else None     # computed when a check needs it
+        # several blocks: the whole sweep is the fixed-point map that is accelerated
+        joint = len(self.order) > 1 and self.controller.accelerator is not None
+        before = _flatten(self._joint_sites()) if joint else None
+        current = self.elbo(self.q, batches) if accelerate and not joint else None   # when a check needs it
         rhos, shortened, accelerated = [], [], False
         for b in self.order:
-            rho, current, extrapolated = self._update_block(b, batches, current, accelerate)
+            rho, current, extrapolated = self._update_block(b, batches, current, accelerate and not joint, joint)
             accelerated |= extrapolated
             rhos.append(rho)
             if not extrapolated and self.controller.is_short(rho):
                 shortened.append(b)
         elbo = current if current is not None else self.elbo(self.q, batches)
+        if joint:
+            elbo, accelerated = self._joint_extrapolation(before, batches, elbo, accelerate,
+                                                          full=not shortened and min(rhos) == 1.0)
         if self.stochastic and self.learners:
             minibatch_step(self, batches, self._step_targets)
             self._step_targets = {}
         state.iteration += 1
         self._first_targets = {}
         return elbo, min(rhos) if rhos else 0.0, shortened, accelerated
+
+    # ------------------------------------------------------------------ acceleration of a whole sweep
+    def _joint_sites(self):
+        """The sites of every (factor, block) pair the sweep updates, in a fixed order (a list of tuples)."""
+        return [self.state.sites[k][b] for b in self.order for k in self.touching[b]]
+
+    def _joint_extrapolation(self, before, batches, elbo, accelerate, full):
+        """Record this sweep as a step of the fixed-point map and try an extrapolated point.
+
+        With several blocks one iteration is a sweep of block updates (VMP when
+        they are conjugate), a fixed-point map ``s <- G(s)`` on all the sites
+        together.  Its pair ``(s, G(s))`` joins the Anderson history when every
+        block took a full step (a shorter step is not the map: the history is
+        dropped), and the extrapolated sites replace ``G(s)`` if every block's
+        posterior is valid there and the ELBO does not decrease.
+
+        Returns
+        -------
+        elbo : float
+            The ELBO after the iteration.
+        accelerated : bool
+            Whether the extrapolated sites were taken.
+        """
+        controller = self.controller
+        accelerator = controller.accelerator
+        if not full:
+            accelerator.reset()
+            return elbo, False
+        record, restart = controller.keeps_history(self.state.elbo_trace)
+        if restart:
+            accelerator.reset()
+        if not record:
+            return elbo, False
+        accelerator.record(before, _flatten(self._joint_sites()))
+        proposal = accelerator.propose(self._joint_metric()) if accelerate else None
+        if proposal is None:
+            return elbo, False
+        new_elbo = self._try_joint(proposal, batches, elbo)
+        controller.extrapolation_done(new_elbo is not None)
+        if new_elbo is None:
+            return elbo, False
+        self.state.n_accelerated += 1
+        return new_elbo, True
+
+    def _joint_metric(self):
+        """Anderson's least-squares weights of the joint sites (None: all 1)."""
+        parts = [self._anderson_metric(b) for b in self.order]
+        if all(p is None for p in parts):
+            return None
+        sizes = [sum(np.size(a) for k in self.touching[b] for a in self.state.sites[k][b]) for b in self.order]
+        return np.concatenate([np.ones(n) if p is None else p for p, n in zip(parts, sizes)])
+
+    def _try_joint(self, proposal, batches, elbo):
+        """Take the extrapolated joint sites ``proposal`` if valid and not worse than ``elbo``; the new ELBO or None."""
+        pairs = [(k, b) for b in self.order for k in self.touching[b]]
+        sites = dict(zip(pairs, _unflatten(proposal, self._joint_sites())))
+        messages = {(k, b): self.factors[k].message(b, part) for (k, b), part in sites.items()}
+        q_new = dict(self.q)
+        try:
+            for b in self.order:
+                q_new[b] = self.blocks[b].posterior(self.total_message(b, {k: messages[(k, b)]
+                                                                           for k in self.touching[b]}))
+        except InvalidPosterior:
+            return None
+        new_elbo = self.elbo(q_new, batches)
+        if not np.isfinite(new_elbo) or new_elbo < elbo - 1e-11 * max(1.0, abs(elbo)):
+            return None
+        for (k, b), part in sites.items():
+            self.state.sites[k][b] = part
+            self.state.messages[k][b] = messages[(k, b)]
+        self.q = q_new
+        return new_elbo
 
     def full_step_divergence(self, blocks):
         """Sum over ``blocks`` of the Jeffreys divergence between the current posterior and the one

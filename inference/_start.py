@@ -18,8 +18,9 @@ def initial_state(engine, rule, seed, from_prior, accelerate):
     messages = [{b: (f.message(b, sites[k][b]) if informed[k] is not None else engine.blocks[b].zero_message())
                  for b in f.block_names} for k, f in enumerate(engine.factors)]
     # Anderson acceleration needs the exact ELBO as a safeguard and one fixed-point map
-    use_accelerator = (accelerate and rule.adaptive and len(engine.order) == 1
-                       and not all(f.conjugate for f in engine.factors)
+    # (one block whose factors are all conjugate is exact in one step; several blocks are a sweep to accelerate)
+    use_accelerator = (accelerate and rule.adaptive and bool(engine.order)
+                       and (len(engine.order) > 1 or not all(f.conjugate for f in engine.factors))
                        and not any(f.distributed for f in engine.factors)
                        # its history is 2 x depth copies of the sites: too much for a low-memory block
                        and not any(getattr(engine.blocks[b], "low_memory", False) for b in engine.order))

@@ -129,9 +129,10 @@ class Model:
         warn : bool
             Emit :class:`efvi.inference.ConvergenceWarning` if ``max_iter`` is reached.
         acceleration : bool
-            Anderson-accelerate the site iteration of single-block deterministic
-            fits with the adaptive step (Anderson mixing); a
-            proposal is kept only if the ELBO does not decrease.
+            Anderson-accelerate the site iteration of deterministic fits with
+            the adaptive step (Anderson mixing): of one block's sites, or with
+            several blocks of the whole sweep's (VMP included); a proposal is
+            kept only if every posterior is valid and the ELBO does not decrease.
 
         Returns
         -------
