@@ -337,7 +337,8 @@ class Engine:
         accelerate = self.controller.accelerate_now(state.iteration, state.elbo_trace)
         # several blocks: the whole sweep is the fixed-point map that is accelerated
         joint = len(self.order) > 1 and self.controller.accelerator is not None
-        before = _flatten(self._joint_sites()) if joint else None
+        record, restart = self.controller.keeps_history(state.elbo_trace) if joint else (False, False)
+        before = _flatten(self._joint_sites()) if record else None
         current = self.elbo(self.q, batches) if accelerate and not joint else None   # when a check needs it
         rhos, shortened, accelerated = [], [], False
         for b in self.order:
@@ -348,8 +349,8 @@ class Engine:
                 shortened.append(b)
         elbo = current if current is not None else self.elbo(self.q, batches)
         if joint:
-            elbo, accelerated = self._joint_extrapolation(before, batches, elbo, accelerate,
-                                                          full=not shortened and min(rhos) == 1.0)
+            full = not shortened and min(rhos) == 1.0
+            elbo, accelerated = self._joint_extrapolation(before, restart, batches, elbo, accelerate, full)
         if self.stochastic and self.learners:
             minibatch_step(self, batches, self._step_targets)
             self._step_targets = {}
@@ -362,8 +363,12 @@ class Engine:
         """The sites of every (factor, block) pair the sweep updates, in a fixed order (a list of tuples)."""
         return [self.state.sites[k][b] for b in self.order for k in self.touching[b]]
 
-    def _joint_extrapolation(self, before, batches, elbo, accelerate, full):
+    def _joint_extrapolation(self, before, restart, batches, elbo, accelerate, full):
         """Record this sweep as a step of the fixed-point map and try an extrapolated point.
+
+        ``before`` holds the flattened sites before the sweep when the history
+        records it (None otherwise) and ``restart`` says whether the history
+        starts afresh (:meth:`Controller.keeps_history`).
 
         With several blocks one iteration is a sweep of block updates (VMP when
         they are conjugate), a fixed-point map ``s <- G(s)`` on all the sites
@@ -384,10 +389,9 @@ class Engine:
         if not full:
             accelerator.reset()
             return elbo, False
-        record, restart = controller.keeps_history(self.state.elbo_trace)
         if restart:
             accelerator.reset()
-        if not record:
+        if before is None:
             return elbo, False
         accelerator.record(before, _flatten(self._joint_sites()))
         proposal = accelerator.propose(self._joint_metric()) if accelerate else None
