@@ -27,6 +27,7 @@ import numpy as np
 from ..expfam import tree_add, tree_lerp, tree_scale, tree_sub
 from .blocks import InvalidPosterior
 from ._hyperparameters import check_minibatch_learning, minibatch_step
+from ._sweep_acceleration import flatten, joint_extrapolation, joint_sites, unflatten
 from .warnings import StepBackoffWarning
 
 _MIN_BACKOFF_RHO = 1e-14
@@ -211,7 +212,7 @@ class Engine:
         """Block ``b``'s posterior with the messages of ``proposals`` (factor -> (sites, message))."""
         return self.blocks[b].posterior(self.total_message(b, {k: p[1] for k, p in proposals.items()}))
 
-    def _anderson_metric(self, b):
+    def anderson_metric(self, b):
         """The factors' weights of block ``b``'s flattened sites in Anderson's least squares (None: all 1)."""
         cached = self._metrics.get(b, False)
         if cached is not False:
@@ -220,7 +221,7 @@ class Engine:
         for k in self.touching[b]:
             weights = self.factors[k].site_weights(b)
             parts.append(weights if weights is not None else tuple(np.ones(np.shape(a)) for a in self.state.sites[k][b]))
-        metric = _flatten(parts)
+        metric = flatten(parts)
         self._metrics[b] = metric = None if np.all(metric == 1.0) else metric
         return metric
 
@@ -228,7 +229,7 @@ class Engine:
         """Try the Anderson-extrapolated sites ``proposal`` (flattened) for block ``b``; returns the new ELBO or None."""
         ks = self.touching[b]
         like = [self.state.sites[k][b] for k in ks]
-        proposals = {k: (sites, self.factors[k].message(b, sites)) for k, sites in zip(ks, _unflatten(proposal, like))}
+        proposals = {k: (sites, self.factors[k].message(b, sites)) for k, sites in zip(ks, unflatten(proposal, like))}
         try:
             qb = self._posterior_with(b, proposals)
         except InvalidPosterior:
@@ -251,7 +252,8 @@ class Engine:
         """One damped site update of block ``b``; returns (rho used or 0.0, new ELBO or None, extrapolated).
 
         ``current_elbo`` is the ELBO before the update, or None when not yet computed.  ``joint``: the
-        acceleration history is the whole sweep's (:meth:`_joint_extrapolation`), not this block's.
+        acceleration history is the whole sweep's (:func:`._sweep_acceleration.joint_extrapolation`), not this
+        block's.
         """
         ks = self.touching[b]
         targets = self._targets(b, batches)
@@ -262,9 +264,9 @@ class Engine:
         if restart:
             controller.accelerator.reset()
         if record:
-            controller.accelerator.record(_flatten([self.state.sites[k][b] for k in ks]),
-                                          _flatten([targets[k] for k in ks]))
-        proposal = controller.accelerator.propose(self._anderson_metric(b)) if accelerate else None
+            controller.accelerator.record(flatten([self.state.sites[k][b] for k in ks]),
+                                          flatten([targets[k] for k in ks]))
+        proposal = controller.accelerator.propose(self.anderson_metric(b)) if accelerate else None
         if proposal is not None:     # None also without history: no evaluation spent, no failure
             new_elbo = self._accelerated(b, proposal, batches, current_elbo)
             controller.extrapolation_done(new_elbo is not None)
@@ -338,7 +340,7 @@ class Engine:
         # several blocks: the whole sweep is the fixed-point map that is accelerated
         joint = len(self.order) > 1 and self.controller.accelerator is not None
         record, restart = self.controller.keeps_history(state.elbo_trace) if joint else (False, False)
-        before = _flatten(self._joint_sites()) if record else None
+        before = flatten(joint_sites(self)) if record else None
         current = self.elbo(self.q, batches) if accelerate and not joint else None   # when a check needs it
         rhos, shortened, accelerated = [], [], False
         for b in self.order:
@@ -350,88 +352,13 @@ class Engine:
         elbo = current if current is not None else self.elbo(self.q, batches)
         if joint:
             full = not shortened and min(rhos) == 1.0
-            elbo, accelerated = self._joint_extrapolation(before, restart, batches, elbo, accelerate, full)
+            elbo, accelerated = joint_extrapolation(self, before, restart, batches, elbo, accelerate, full)
         if self.stochastic and self.learners:
             minibatch_step(self, batches, self._step_targets)
             self._step_targets = {}
         state.iteration += 1
         self._first_targets = {}
         return elbo, min(rhos) if rhos else 0.0, shortened, accelerated
-
-    # ------------------------------------------------------------------ acceleration of a whole sweep
-    def _joint_sites(self):
-        """The sites of every (factor, block) pair the sweep updates, in a fixed order (a list of tuples)."""
-        return [self.state.sites[k][b] for b in self.order for k in self.touching[b]]
-
-    def _joint_extrapolation(self, before, restart, batches, elbo, accelerate, full):
-        """Record this sweep as a step of the fixed-point map and try an extrapolated point.
-
-        ``before`` holds the flattened sites before the sweep when the history
-        records it (None otherwise) and ``restart`` says whether the history
-        starts afresh (:meth:`Controller.keeps_history`).
-
-        With several blocks one iteration is a sweep of block updates (VMP when
-        they are conjugate), a fixed-point map ``s <- G(s)`` on all the sites
-        together.  Its pair ``(s, G(s))`` joins the Anderson history when every
-        block took a full step (a shorter step is not the map: the history is
-        dropped), and the extrapolated sites replace ``G(s)`` if every block's
-        posterior is valid there and the ELBO does not decrease.
-
-        Returns
-        -------
-        elbo : float
-            The ELBO after the iteration.
-        accelerated : bool
-            Whether the extrapolated sites were taken.
-        """
-        controller = self.controller
-        accelerator = controller.accelerator
-        if not full:
-            accelerator.reset()
-            return elbo, False
-        if restart:
-            accelerator.reset()
-        if before is None:
-            return elbo, False
-        accelerator.record(before, _flatten(self._joint_sites()))
-        proposal = accelerator.propose(self._joint_metric()) if accelerate else None
-        if proposal is None:
-            return elbo, False
-        new_elbo = self._try_joint(proposal, batches, elbo)
-        controller.extrapolation_done(new_elbo is not None)
-        if new_elbo is None:
-            return elbo, False
-        self.state.n_accelerated += 1
-        return new_elbo, True
-
-    def _joint_metric(self):
-        """Anderson's least-squares weights of the joint sites (None: all 1)."""
-        parts = [self._anderson_metric(b) for b in self.order]
-        if all(p is None for p in parts):
-            return None
-        sizes = [sum(np.size(a) for k in self.touching[b] for a in self.state.sites[k][b]) for b in self.order]
-        return np.concatenate([np.ones(n) if p is None else p for p, n in zip(parts, sizes)])
-
-    def _try_joint(self, proposal, batches, elbo):
-        """Take the extrapolated joint sites ``proposal`` if valid and not worse than ``elbo``; the new ELBO or None."""
-        pairs = [(k, b) for b in self.order for k in self.touching[b]]
-        sites = dict(zip(pairs, _unflatten(proposal, self._joint_sites())))
-        messages = {(k, b): self.factors[k].message(b, part) for (k, b), part in sites.items()}
-        q_new = dict(self.q)
-        try:
-            for b in self.order:
-                q_new[b] = self.blocks[b].posterior(self.total_message(b, {k: messages[(k, b)]
-                                                                           for k in self.touching[b]}))
-        except InvalidPosterior:
-            return None
-        new_elbo = self.elbo(q_new, batches)
-        if not np.isfinite(new_elbo) or new_elbo < elbo - 1e-11 * max(1.0, abs(elbo)):
-            return None
-        for (k, b), part in sites.items():
-            self.state.sites[k][b] = part
-            self.state.messages[k][b] = messages[(k, b)]
-        self.q = q_new
-        return new_elbo
 
     def full_step_divergence(self, blocks):
         """Sum over ``blocks`` of the Jeffreys divergence between the current posterior and the one
@@ -541,20 +468,3 @@ class Engine:
 def _same_arrays(a, b):
     """Whether two parameter tuples hold the very same array objects."""
     return len(a) == len(b) and all(x is y for x, y in zip(a, b))
-
-
-def _flatten(site_tuples):
-    """Concatenate a list of site tuples into one vector."""
-    return np.concatenate([np.ravel(a) for sites in site_tuples for a in sites])
-
-
-def _unflatten(flat, like):
-    """Split ``flat`` into site tuples shaped like ``like`` (a list of tuples)."""
-    out, start = [], 0
-    for sites in like:
-        parts = []
-        for a in sites:
-            parts.append(flat[start:start + a.size].reshape(a.shape))
-            start += a.size
-        out.append(tuple(parts))
-    return out
