@@ -86,22 +86,25 @@ def bound_gradient(block, q, parts):
     spread = S - np.eye(size)
     w, Q = np.zeros(size), np.zeros((size, size))
     gradient = np.zeros_like(theta)
-    through_rows = grad(_row_terms)
-    for g_m, g_v, index, scale in parts:
-        X = block.X if index is None else block.X[index]
-        for start in range(0, X.shape[0], ROWS):
-            rows = slice(start, start + ROWS)
-            phi = solve_triangular(L, kernel(Z, X[rows]), lower=True, check_finite=False)
-            mean_weights, var_weights = scale * g_m[rows], scale * g_v[rows]
-            w += phi @ mean_weights
-            Q += (phi * var_weights) @ phi.T
-            G_zx = _back(L, np.outer(m, mean_weights) + 2.0 * (spread @ phi) * var_weights)
-            gradient += through_rows(theta, block, X[rows], G_zx, var_weights)
+    through = grad(_kernel_terms)
+    blocks = [(X[start:start + ROWS], scale * g_m[start:start + ROWS], scale * g_v[start:start + ROWS])
+              for X, g_m, g_v, scale in ((block.X if index is None else block.X[index], g_m, g_v, scale)
+                                         for g_m, g_v, index, scale in parts)
+              for start in range(0, X.shape[0], ROWS)]
+    for i, (X, mean_weights, var_weights) in enumerate(blocks):
+        phi = solve_triangular(L, kernel(Z, X), lower=True, check_finite=False)
+        w += phi @ mean_weights
+        Q += (phi * var_weights) @ phi.T
+        G_zx = _back(L, np.outer(m, mean_weights) + 2.0 * (spread @ phi) * var_weights)
+        if i < len(blocks) - 1:
+            gradient += through(theta, block, (X, G_zx, var_weights), None)
     QS = Q @ S
     H = -np.outer(w, m) - QS - QS.T + Q + 0.5 * (spread + np.outer(m, m))
     G_zz = _back(L, _back(L, H).T).T                     # L^{-T} H L^{-1}
     jitter = block.jitter * np.trace(G_zz) if np.mean(kernel.diag(Z)) > 1e-300 else 0.0
-    return gradient + grad(_inducing_terms)(theta, block, G_zz, jitter)
+    # the last block of rows and K_zz in one reverse pass (a minibatch is one block: one pass a step)
+    last = (X, G_zx, var_weights) if blocks else None
+    return gradient + through(theta, block, last, (G_zz, jitter))
 
 
 def _back(L, B):
@@ -120,17 +123,18 @@ def _kernel_parts(theta, block):
     return params, Z
 
 
-def _inducing_terms(theta, block, G_zz, jitter):
-    """``<G_zz, K_zz> + jitter mean(diag K_zz)`` at ``theta`` (autograd: its gradient is the chain rule)."""
+def _kernel_terms(theta, block, rows, inducing):
+    """``<G_zx, K_zx> + <g, diag K_xx>`` over ``rows = (X, G_zx, g)`` plus, with ``inducing = (G_zz, jitter)``,
+    ``<G_zz, K_zz> + jitter mean(diag K_zz)``, at ``theta`` (autograd: its gradient is the chain rule)."""
     import autograd.numpy as anp
 
+    kernel = block.kernel
     params, Z = _kernel_parts(theta, block)
-    return anp.sum(G_zz * block.kernel._matrix(params, Z, None)) + jitter * anp.mean(block.kernel._diag(params, Z))
-
-
-def _row_terms(theta, block, X, G_zx, g):
-    """``<G_zx, K_zx> + <g, diag K_xx>`` over the rows ``X`` at ``theta`` (autograd: its gradient is the chain rule)."""
-    import autograd.numpy as anp
-
-    params, Z = _kernel_parts(theta, block)
-    return anp.sum(G_zx * block.kernel._matrix(params, Z, X)) + anp.dot(g, block.kernel._diag(params, X))
+    value = 0.0
+    if rows is not None:
+        X, G_zx, g = rows
+        value = anp.sum(G_zx * kernel._matrix(params, Z, X)) + anp.dot(g, kernel._diag(params, X))
+    if inducing is not None:
+        G_zz, jitter = inducing
+        value = value + anp.sum(G_zz * kernel._matrix(params, Z, None)) + jitter * anp.mean(kernel._diag(params, Z))
+    return value
