@@ -87,12 +87,14 @@ def bound_gradient(block, q, parts):
     w, Q = np.zeros(size), np.zeros((size, size))
     gradient = np.zeros_like(theta)
     through = grad(_kernel_terms)
-    blocks = [(X[start:start + ROWS], scale * g_m[start:start + ROWS], scale * g_v[start:start + ROWS])
-              for X, g_m, g_v, scale in ((block.X if index is None else block.X[index], g_m, g_v, scale)
-                                         for g_m, g_v, index, scale in parts)
-              for start in range(0, X.shape[0], ROWS)]
-    for i, (X, mean_weights, var_weights) in enumerate(blocks):
-        phi = solve_triangular(L, kernel(Z, X), lower=True, check_finite=False)
+    blocks = []
+    for g_m, g_v, index, scale in parts:
+        for start in range(0, len(g_m), ROWS):
+            rows = slice(start, start + ROWS)
+            blocks.append((rows if index is None else index[rows], scale * g_m[rows], scale * g_v[rows]))
+    for i, (rows, mean_weights, var_weights) in enumerate(blocks):
+        X = block.X[rows]
+        phi = block.feature_rows(rows)[0].T              # L_z^{-1} K_zx: kept, or built (once a minibatch)
         w += phi @ mean_weights
         Q += (phi * var_weights) @ phi.T
         G_zx = _back(L, np.outer(m, mean_weights) + 2.0 * (spread @ phi) * var_weights)
