@@ -156,3 +156,21 @@ def test_a_full_batch_fit_resumed_from_minibatch_learning_starts_there_and_reach
     assert polished.elbo == pytest.approx(fresh.elbo, abs=1e-6 * abs(fresh.elbo))
     for name, value in fresh.hyperparameters["f"].items():
         assert polished.hyperparameters["f"][name] == pytest.approx(value, rel=1e-3)
+
+
+def test_a_non_finite_minibatch_gradient_is_named_and_an_invalid_step_is_halved_or_skipped(monkeypatch):
+    X, y = _regression(n=300, seed=6)
+    model = _regression_model(X, y, learning_rate=0.05)
+    original = gp.SparseGP.elbo_gradient
+    monkeypatch.setattr(gp.SparseGP, "elbo_gradient", lambda self, q, obs: np.full(2, np.nan))
+    with pytest.raises(RuntimeError, match=r"block 'f': the minibatch estimate of the ELBO's gradient .* not finite"):
+        model.fit(batch_size=50, max_iter=3, warn=False)
+    monkeypatch.setattr(gp.SparseGP, "elbo_gradient", original)
+    # a block that cannot be built at any step along the proposal: the step is skipped and counted, never taken
+    plain = model.fit(batch_size=50, max_iter=3, warn=False)
+    monkeypatch.setattr(gp.SparseGP, "with_hyperparameters",
+                        lambda self, theta: (_ for _ in ()).throw(ValueError("K_zz is not positive definite")))
+    stuck = model.fit(batch_size=50, max_iter=3, warn=False)
+    assert stuck.n_backoffs == 3 and stuck.state.hyper.adam_steps == 3
+    np.testing.assert_array_equal(stuck.state.hyper.theta["f"], model.blocks["f"].hyperparameters())
+    assert not np.array_equal(plain.state.hyper.theta["f"], stuck.state.hyper.theta["f"])
