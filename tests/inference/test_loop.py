@@ -5,7 +5,7 @@ import pytest
 
 from efvi.expfam import Gaussian
 from efvi.inference import Model
-from efvi.inference._controller import estimated_remaining_gain
+from efvi.inference._gains import estimated_remaining_gain
 from efvi.models import glm, gp, likelihoods
 from efvi.models.observe import Observe
 
@@ -82,20 +82,20 @@ def test_the_rule_saves_the_confirming_step_without_losing_accuracy():
 
 
 def test_the_change_test_also_asks_for_the_tail_at_the_last_rate():
-    from efvi.inference._controller import _tail_at_last_rate
+    from efvi.inference._gains import tail_at_last_rate
 
-    assert _tail_at_last_rate([4.0, 3.0]) == pytest.approx(3.0 * 0.75 / 0.25)     # 3x the last gain at rate 0.75
-    assert _tail_at_last_rate([1.0, 2.0]) == np.inf                               # gains growing: not converging
+    assert tail_at_last_rate([4.0, 3.0]) == pytest.approx(3.0 * 0.75 / 0.25)     # 3x the last gain at rate 0.75
+    assert tail_at_last_rate([1.0, 2.0]) == np.inf                               # gains growing: not converging
     for gains in ([1.0], [1.0, -1e-15]):                                           # nothing to extrapolate from
-        assert _tail_at_last_rate(gains) == 0.0
+        assert tail_at_last_rate(gains) == 0.0
     # after an extrapolated step no rate is known: a small change alone proves nothing
-    assert _tail_at_last_rate([np.nan, 1e-9]) == np.inf
-    assert _tail_at_last_rate([1.0, np.nan]) == np.inf
-    assert _tail_at_last_rate([np.nan, 1e-6, 1e-7]) == np.inf       # one ratio since: a transient
+    assert tail_at_last_rate([np.nan, 1e-9]) == np.inf
+    assert tail_at_last_rate([1.0, np.nan]) == np.inf
+    assert tail_at_last_rate([np.nan, 1e-6, 1e-7]) == np.inf       # one ratio since: a transient
     # the slower of the last two rates: a gain that rose is no evidence of a fast rate
-    assert _tail_at_last_rate([1.0, 2.0, 0.1]) == np.inf
-    assert _tail_at_last_rate([1.0, 0.5, 0.1]) == pytest.approx(0.1 * 0.5 / 0.5)
-    assert _tail_at_last_rate([1.0, 0.1, 0.09]) == pytest.approx(0.09 * 0.9 / 0.1)
+    assert tail_at_last_rate([1.0, 2.0, 0.1]) == np.inf
+    assert tail_at_last_rate([1.0, 0.5, 0.1]) == pytest.approx(0.1 * 0.5 / 0.5)
+    assert tail_at_last_rate([1.0, 0.1, 0.09]) == pytest.approx(0.09 * 0.9 / 0.1)
 
 
 def test_a_slowly_converging_fit_stops_near_its_optimum_not_at_a_small_change():
@@ -205,19 +205,20 @@ def test_a_full_step_that_swings_back_is_not_taken_for_convergence():
 def test_the_ratios_of_gains_are_trusted_only_for_a_small_last_gain_in_a_regular_stretch():
     """A passed ELBO test needs the full step's divergence unless the last gain was within the tolerance
     and the last gains were positive and decreasing; the divergence test assumes the slowest recent rate."""
-    from efvi.inference._controller import UNKNOWN_RATIO, Controller, _largest_ratio, _regular
+    from efvi.inference._controller import Controller
+    from efvi.inference._gains import UNKNOWN_RATIO, largest_ratio, regular
     from efvi.inference._state import ControllerState
 
     full = [1.0] * 5
-    assert _regular([8.0, 4.0, 1.0], full[:3]) and _regular([16.0, 8.0, 4.0, 2.0, 1.0], full)
-    assert _regular([8.0, 4.0, 1.0], [0.5] * 3)                      # a fixed short step: one map
-    assert not _regular([4.0, 1.0], full[:2])                        # too few to show a rate
-    assert not _regular([1.0, 1.5, 0.5, 0.1, 0.01], full)            # a gain rose
-    assert not _regular([4.0, np.nan, 1.0], full[:3]) and not _regular([4.0, 1.0, -1e-12], full[:3])
-    assert not _regular([8.0, 4.0, 1.0], [0.25, 0.5, 1.0])           # back-offs: no one map
-    assert _largest_ratio([8.0, 4.0, 1.0]) == 0.5
-    assert _largest_ratio([5.0]) == UNKNOWN_RATIO
-    assert _largest_ratio([1.0, 2.0, 1.0]) == 1.0 and _largest_ratio([1.0, 0.5, 0.0]) == 1.0
+    assert regular([8.0, 4.0, 1.0], full[:3]) and regular([16.0, 8.0, 4.0, 2.0, 1.0], full)
+    assert regular([8.0, 4.0, 1.0], [0.5] * 3)                      # a fixed short step: one map
+    assert not regular([4.0, 1.0], full[:2])                        # too few to show a rate
+    assert not regular([1.0, 1.5, 0.5, 0.1, 0.01], full)            # a gain rose
+    assert not regular([4.0, np.nan, 1.0], full[:3]) and not regular([4.0, 1.0, -1e-12], full[:3])
+    assert not regular([8.0, 4.0, 1.0], [0.25, 0.5, 1.0])           # back-offs: no one map
+    assert largest_ratio([8.0, 4.0, 1.0]) == 0.5
+    assert largest_ratio([5.0]) == UNKNOWN_RATIO
+    assert largest_ratio([1.0, 2.0, 1.0]) == 1.0 and largest_ratio([1.0, 0.5, 0.0]) == 1.0
 
     from efvi.inference import Adaptive
 
