@@ -27,7 +27,8 @@ import numpy as np
 from ..expfam import tree_add, tree_lerp, tree_scale, tree_sub
 from .blocks import InvalidPosterior
 from ._hyperparameters import check_minibatch_learning, minibatch_step
-from ._sweep_acceleration import flatten, joint_extrapolation, joint_sites, unflatten
+from ._gains import lowers_elbo
+from ._sweep_acceleration import flatten, joint_extrapolation, joint_sites, try_extrapolated
 from .warnings import StepBackoffWarning
 
 _MIN_BACKOFF_RHO = 1e-14
@@ -225,23 +226,6 @@ class Engine:
         self._metrics[b] = metric = None if np.all(metric == 1.0) else metric
         return metric
 
-    def _accelerated(self, b, proposal, batches, current_elbo):
-        """Try the Anderson-extrapolated sites ``proposal`` (flattened) for block ``b``; returns the new ELBO or None."""
-        ks = self.touching[b]
-        like = [self.state.sites[k][b] for k in ks]
-        proposals = {k: (sites, self.factors[k].message(b, sites)) for k, sites in zip(ks, unflatten(proposal, like))}
-        try:
-            qb = self._posterior_with(b, proposals)
-        except InvalidPosterior:
-            return None
-        q_new = dict(self.q)
-        q_new[b] = qb
-        new_elbo = self.elbo(q_new, batches)
-        if not np.isfinite(new_elbo) or new_elbo < current_elbo - 1e-11 * max(1.0, abs(current_elbo)):
-            return None
-        self._commit(b, proposals, q_new)
-        return new_elbo
-
     def _commit(self, b, proposals, q_new):
         for k, (new_sites, new_message) in proposals.items():
             self.state.sites[k][b] = new_sites
@@ -268,7 +252,7 @@ class Engine:
                                           flatten([targets[k] for k in ks]))
         proposal = controller.accelerator.propose(self.anderson_metric(b)) if accelerate else None
         if proposal is not None:     # None also without history: no evaluation spent, no failure
-            new_elbo = self._accelerated(b, proposal, batches, current_elbo)
+            new_elbo = try_extrapolated(self, proposal, [b], batches, current_elbo)
             controller.extrapolation_done(new_elbo is not None)
             if new_elbo is not None:
                 self.state.n_accelerated += 1
@@ -308,8 +292,7 @@ class Engine:
                 if current_elbo is None:
                     current_elbo = self.elbo(self.q, batches)
                 new_elbo = self.elbo(q_new, batches)
-                slack = 1e-11 * max(1.0, abs(current_elbo))
-                if not np.isfinite(new_elbo) or new_elbo < current_elbo - slack:
+                if lowers_elbo(new_elbo, current_elbo):
                     rho = controller.retry_rho(rho)
                     if rho is None:
                         return 0.0, current_elbo, False
@@ -351,8 +334,8 @@ class Engine:
                 shortened.append(b)
         elbo = current if current is not None else self.elbo(self.q, batches)
         if joint:
-            full = not shortened and min(rhos) == 1.0
-            elbo, accelerated = joint_extrapolation(self, before, restart, batches, elbo, accelerate, full)
+            elbo, accelerated = joint_extrapolation(self, before, restart, batches, elbo, accelerate,
+                                                    full=not shortened)
         if self.stochastic and self.learners:
             minibatch_step(self, batches, self._step_targets)
             self._step_targets = {}

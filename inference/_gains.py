@@ -167,3 +167,9 @@ def windows_agree(trace, tol, length=STOCHASTIC_WINDOW):
         return False
     recent, before = np.mean(trace[-length:]), np.mean(trace[-2 * length:-length])
     return bool(abs(recent - before) <= tol * abs(recent))
+
+
+def lowers_elbo(new, current):
+    """Whether a proposal's ELBO ``new`` is not finite or below ``current`` by more than rounding
+    (``1e-11`` relative, at least ``1e-11``): such a proposal is never taken."""
+    return not np.isfinite(new) or new < current - 1e-11 * max(1.0, abs(current))

@@ -145,10 +145,9 @@ class FitState:
 
 
 def _copy_parts(per_factor):
-    # a part that is not a numpy array may copy itself (a Dask GLM's row blocks, never changed in place,
-    # share theirs); np.array would gather it into this process
-    return [{b: tuple(np.array(a) if isinstance(a, np.ndarray) or not hasattr(a, "copy") else a.copy()
-                      for a in parts) for b, parts in d.items()} for d in per_factor]
+    # every part copies itself: a numpy array by value, a Dask GLM's row blocks (never changed in place)
+    # by sharing them -- np.array would gather those into this process
+    return [{b: tuple(a.copy() for a in parts) for b, parts in d.items()} for d in per_factor]
 
 
 def _copy_rng(rng):

@@ -12,17 +12,20 @@ extrapolation.  (A fit with one block extrapolates that block's update
 instead, inside :meth:`Engine._update_block`.)
 
 The sites are flattened in a fixed order: for every block of the sweep, the
-sites of every factor touching it (:func:`joint_sites`).
+sites of every factor touching it (:func:`joint_sites`).  Trying an
+extrapolated point (:func:`try_extrapolated`) is the same for one block's sites
+and for all of them.
 """
 
 import numpy as np
 
 from .blocks import InvalidPosterior
+from ._gains import lowers_elbo
 
 
-def joint_sites(engine):
-    """The sites of every (factor, block) pair the sweep updates, in a fixed order (a list of tuples)."""
-    return [engine.state.sites[k][b] for b in engine.order for k in engine.touching[b]]
+def joint_sites(engine, blocks=None):
+    """The sites of every (factor, block) pair for ``blocks`` (default: the sweep's), in a fixed order."""
+    return [engine.state.sites[k][b] for b in (engine.order if blocks is None else blocks) for k in engine.touching[b]]
 
 
 def joint_extrapolation(engine, before, restart, batches, elbo, accelerate, full):
@@ -64,7 +67,7 @@ def joint_extrapolation(engine, before, restart, batches, elbo, accelerate, full
     proposal = accelerator.propose(_joint_metric(engine)) if accelerate else None
     if proposal is None:
         return elbo, False
-    new_elbo = _try_joint(engine, proposal, batches, elbo)
+    new_elbo = try_extrapolated(engine, proposal, engine.order, batches, elbo)
     controller.extrapolation_done(new_elbo is not None)
     if new_elbo is None:
         return elbo, False
@@ -81,20 +84,21 @@ def _joint_metric(engine):
     return np.concatenate([np.ones(n) if p is None else p for p, n in zip(parts, sizes)])
 
 
-def _try_joint(engine, proposal, batches, elbo):
-    """Take the extrapolated joint sites ``proposal`` if valid and not worse than ``elbo``; the new ELBO or None."""
-    pairs = [(k, b) for b in engine.order for k in engine.touching[b]]
-    sites = dict(zip(pairs, unflatten(proposal, joint_sites(engine))))
+def try_extrapolated(engine, proposal, blocks, batches, elbo):
+    """Take the extrapolated sites ``proposal`` of ``blocks`` (flattened as :func:`joint_sites`) if every
+    posterior is valid there and the ELBO is not lower than ``elbo``; returns the new ELBO or None."""
+    pairs = [(k, b) for b in blocks for k in engine.touching[b]]
+    sites = dict(zip(pairs, unflatten(proposal, joint_sites(engine, blocks))))
     messages = {(k, b): engine.factors[k].message(b, part) for (k, b), part in sites.items()}
     q_new = dict(engine.q)
     try:
-        for b in engine.order:
+        for b in blocks:
             q_new[b] = engine.blocks[b].posterior(engine.total_message(b, {k: messages[(k, b)]
                                                                            for k in engine.touching[b]}))
     except InvalidPosterior:
         return None
     new_elbo = engine.elbo(q_new, batches)
-    if not np.isfinite(new_elbo) or new_elbo < elbo - 1e-11 * max(1.0, abs(elbo)):
+    if lowers_elbo(new_elbo, elbo):
         return None
     for (k, b), part in sites.items():
         engine.state.sites[k][b] = part
