@@ -365,8 +365,20 @@ class Engine:
             self.controller.accelerator.reset()
 
     # ------------------------------------------------------------------ hyperparameters
-    def set_hyperparameters(self, theta):
-        """Rebuild the learning blocks with new log hyperparameters (block name -> array) and refresh ``q``.
+    def set_hyperparameters(self, theta, hold_posterior=False):
+        """Rebuild the blocks in ``theta`` (block name -> log hyperparameters) and refresh their posteriors.
+
+        Parameters
+        ----------
+        theta : dict
+            Block name -> array of log hyperparameters, for some or all learning blocks.
+        hold_posterior : bool
+            False (full-batch learning): a block whose messages depend on its
+            hyperparameters re-derives them from the stored sites, and the
+            stopping rule's and the accelerator's history is forgotten (the
+            fixed-point map changed).  True (minibatch learning): each block's
+            messages are kept, or carried by the block (``carry_messages``: a
+            sparse GP keeps ``q(u)`` at the inducing inputs where it was).
 
         Raises
         ------
@@ -377,50 +389,28 @@ class Engine:
         old, old_messages = dict(self.blocks), [dict(m) for m in self.state.messages]
         try:
             for b, part in theta.items():
-                self.blocks[b] = self.blocks[b].with_hyperparameters(part)
-                if getattr(self.blocks[b], "messages_depend_on_hyperparameters", False):
+                previous = self.blocks[b]
+                self.blocks[b] = new = previous.with_hyperparameters(part)
+                if hold_posterior:
+                    self._rebind([b])
+                    if hasattr(new, "carry_messages"):
+                        ks = self.touching[b]
+                        for k, message in zip(ks, new.carry_messages(previous, [self.state.messages[k][b] for k in ks])):
+                            self.state.messages[k][b] = message
+                elif getattr(new, "messages_depend_on_hyperparameters", False):
                     self._rederive_messages(b)
-            q = {b: self.blocks[b].posterior(self.total_message(b)) for b in self.blocks}
+            q = dict(self.q)
+            q.update({b: self.blocks[b].posterior(self.total_message(b)) for b in theta})
         except ValueError:
             self.blocks = old
             self.state.messages = old_messages
             self._rebind(theta)
             raise
         self.q = q
-        self.state.hyper.theta = {b: np.array(part, dtype=float) for b, part in theta.items()}
+        self.state.hyper.theta.update({b: np.array(part, dtype=float) for b, part in theta.items()})
         self._clear_caches()
-        self.controller.forget_history()
-
-    def move_hyperparameters(self, b, theta):
-        """Rebuild block ``b`` at log hyperparameters ``theta`` with its posterior held (minibatch learning).
-
-        The messages are kept, or carried by the block (``carry_messages``: a
-        sparse GP keeps ``q(u)`` at the inducing inputs where it was).
-
-        Raises
-        ------
-        ValueError
-            If the block cannot be built there or its posterior is invalid; the engine is then unchanged.
-        """
-        old, ks = self.blocks[b], self.touching[b]
-        old_messages = [self.state.messages[k][b] for k in ks]
-        try:
-            self.blocks[b] = new = old.with_hyperparameters(theta)
-            self._rebind([b])
-            if hasattr(new, "carry_messages"):
-                for k, message in zip(ks, new.carry_messages(old, old_messages)):
-                    self.state.messages[k][b] = message
-            qb = new.posterior(self.total_message(b))
-        except ValueError:
-            self.blocks[b] = old
-            for k, message in zip(ks, old_messages):
-                self.state.messages[k][b] = message
-            self._rebind([b])
-            raise
-        self.q = dict(self.q)
-        self.q[b] = qb
-        self.state.hyper.theta[b] = np.array(theta, dtype=float)
-        self._clear_caches()
+        if not hold_posterior:
+            self.controller.forget_history()
 
     def _rederive_messages(self, b):
         """Rebind the factors of block ``b`` to it and recompute their messages from the stored sites.

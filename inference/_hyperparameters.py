@@ -191,7 +191,7 @@ def minibatch_step(engine, batches, step_targets):
         hyper.moments[b] = (first, second)
         for _ in range(MAX_HALVINGS + 1):
             try:
-                engine.move_hyperparameters(b, proposed)
+                engine.set_hyperparameters({b: proposed}, hold_posterior=True)
                 break
             except ValueError:          # a K_zz that cannot be factorised, an invalid posterior there
                 proposed = theta + 0.5 * (proposed - theta)
