@@ -42,19 +42,19 @@ unbiased estimate of the same gradient at fixed ``q(u)``, after which
 """
 
 import numpy as np
-from scipy.linalg import cho_solve, lapack, solve_triangular
+from scipy.linalg import solve_triangular
 
 from ...expfam import Gaussian
 from ...expfam.checks import as_float, check_integer
-from ...inference import Block, InvalidPosterior
+from ...inference import Block
 from ...inference.result import register_rebuilder
 
-from ..glm._linalg import gram_and_projection, marginals, precision_inverse, whiten_rows
-from ..projection import PointValues
 from . import _sparse_gradient
+from ._sparse_features import STREAM_ROWS, features, inducing_cholesky
+from ._sparse_posterior import InducingView, SparseGPPosterior
 from .kernels import Kernel
 from .kernels._validation import as_inputs
-from .prior import kernel_layout, saved_kernel
+from .prior import saved_kernel
 
 
 class SparseGP(Block):
@@ -220,7 +220,7 @@ class SparseGP(Block):
         if factor.n_data != self.n_points:
             raise ValueError(f"{factor.describe()}: y has {factor.n_data} entries but block {self.name!r} "
                              f"has {self.n_points} points (rows of X)")
-        return _InducingView(self, factor.n_data)
+        return InducingView(self, factor.n_data)
 
     # ------------------------------------------------------------------ hyperparameters
     def hyperparameters(self):
@@ -314,198 +314,6 @@ class SparseGP(Block):
             shift = T.T @ T - np.eye(T.shape[0])
             carried[0] = (eta, 0.5 * (part + part.T) + shift)
         return carried
-
-
-def inducing_cholesky(kernel, Z, jitter):
-    """Lower Cholesky factor of ``K_zz + jitter * mean(diag K_zz) I``, shape (M, M)."""
-    K = kernel(Z)
-    K[np.diag_indices_from(K)] += jitter * max(float(np.mean(np.diag(K))), 1e-300)
-    chol, info = lapack.dpotrf(K, lower=1, clean=1)
-    if info != 0:
-        raise InvalidPosterior(f"the kernel matrix of the {Z.shape[0]} inducing inputs is not positive definite "
-                               "(duplicate or very close inducing inputs?); spread them out or raise jitter")
-    return chol
-
-
-def features(kernel, X, Z, chol):
-    """``Phi = K_xz L_z^{-T}``, shape (N, M), and ``d = diag(K_xx) - rowsums(Phi^2)`` (clipped at 0), shape (N,).
-
-    Built a block of rows at a time, so that the kernel's temporaries stay in cache;
-    each block of ``K_xz`` is whitened in place by one triangular product with
-    ``L_z^{-1}`` (3x faster than a triangular solve at N = 1e5, M = 100).
-    """
-    n, m = X.shape[0], Z.shape[0]
-    phi, d = np.empty((n, m)), np.empty(n)
-    inverse = precision_inverse(chol)
-    for start in range(0, n, FEATURE_ROWS):
-        rows = slice(start, start + FEATURE_ROWS)
-        block = phi[rows]
-        block[...] = kernel(X[rows], Z)
-        whiten_rows(block, inverse, d[rows])
-        np.subtract(kernel.diag(X[rows]), d[rows], out=d[rows])
-    np.maximum(d, 0.0, out=d)
-    return phi, d
-
-
-FEATURE_ROWS = 512
-"""Data points per block when the features are built."""
-
-STREAM_ROWS = 65536
-"""Data points per block when the features are not kept and are rebuilt on use."""
-
-
-class SparseGPPosterior:
-    """Posterior of a sparse GP block: ``q(v) = N(v_mean, v_cov)`` and the marginals of ``f`` at the data.
-
-    Attributes
-    ----------
-    mean, var : ndarray, shape (N,)
-        Marginal means and variances of ``f(x_i)`` at the block's inputs (computed on first use).
-    v_mean : ndarray, shape (M,)
-        Mean of the whitened inducing values ``v``.
-    message : tuple
-        The summed sites in ``v``-space, ``(Phi^T gamma', Phi^T diag(pi) Phi)``.
-    """
-
-    def __init__(self, block, message):
-        self._block, self.message = block, message
-        h, J = message
-        precision = J + np.eye(J.shape[0])
-        chol, info = lapack.dpotrf(precision, lower=1, clean=1)
-        if info != 0 or not np.all(np.isfinite(chol)):
-            raise InvalidPosterior("sparse GP sites: I + Phi^T diag(pi) Phi is not positive definite")
-        self.precision_chol = chol
-        self.v_mean = cho_solve((chol, True), h, check_finite=False)
-        self.log_det_precision = 2.0 * float(np.sum(np.log(np.diag(chol))))
-        self._v_cov = None
-        self._marginals = None
-
-    @property
-    def v_cov(self):
-        """ndarray, shape (M, M): covariance of ``v``, ``Lambda^{-1}``."""
-        if self._v_cov is None:
-            self._v_cov = cho_solve((self.precision_chol, True), np.eye(self.v_mean.shape[0]), check_finite=False)
-        return self._v_cov
-
-    @property
-    def trace_cov(self):
-        """``tr(Lambda^{-1})``."""
-        return float(np.trace(self.v_cov))
-
-    @property
-    def inducing_inputs(self):
-        """ndarray, shape (M, D): the inducing inputs ``Z`` (the learned ones after learning)."""
-        return self._block.Z
-
-    @property
-    def inducing(self):
-        """``q(u)`` at the inducing inputs as an :class:`efvi.expfam.Gaussian` (``u = mu_0 + L_z v``)."""
-        L = self._block.inducing_chol
-        cov = L @ self.v_cov @ L.T
-        return Gaussian.from_mean_cov(self._block.mean_value + L @ self.v_mean, 0.5 * (cov + cov.T))
-
-    def marginals(self, index=None):
-        """Means and variances of ``f`` at the data points ``index`` (all when None), each shape (len,)."""
-        if index is None and self._marginals is not None:
-            return self._marginals
-        if index is not None and self._marginals is not None:
-            return self._marginals[0][index], self._marginals[1][index]
-        n = self._block.n_points if index is None else len(index)
-        mean, var = np.empty(n), np.empty(n)
-        for positions, phi, d in self._block.feature_blocks(index):
-            mean[positions], var[positions] = marginals(phi, self.v_mean, self.precision_chol)
-            var[positions] += d
-        mean += self._block.mean_value
-        if index is None:
-            self._marginals = (mean, var)
-        return mean, var
-
-    @property
-    def mean(self):
-        return self.marginals()[0]
-
-    @property
-    def var(self):
-        return self.marginals()[1]
-
-    @property
-    def batch_shape(self):
-        return (self._block.n_points,)
-
-    @property
-    def n_features(self):
-        """int: number of input columns ``D`` that :meth:`predict` expects."""
-        return self._block.Z.shape[1]
-
-    def predict(self, X_new, full_cov=False):
-        """Predictive distribution of ``f`` at new inputs.
-
-        Parameters
-        ----------
-        X_new : array_like, shape (P, D) or (P,)
-        full_cov : bool
-            Return the (P, P) predictive covariance instead of the variances.
-
-        Returns
-        -------
-        mean : ndarray, shape (P,)
-        var : ndarray, shape (P,), or (P, P) with ``full_cov``
-        """
-        block = self._block
-        X_new = as_inputs(X_new, "X_new", block.Z.shape[1])
-        phi, d = features(block.kernel, X_new, block.Z, block.inducing_chol)
-        mean = phi @ self.v_mean + block.mean_value
-        whitened = solve_triangular(self.precision_chol, phi.T, lower=True, check_finite=False)
-        if full_cov:
-            cov = block.kernel(X_new) - phi @ phi.T + whitened.T @ whitened
-            return mean, 0.5 * (cov + cov.T)
-        return mean, np.maximum(d + np.einsum("mp,mp->p", whitened, whitened), 0.0)
-
-    def predictive_state(self):
-        """What a fit file keeps so that a loaded fit predicts: ``("sparse_gp", spec, arrays)``, or None."""
-        block = self._block
-        arrays = {"X": block.X, "Z": block.Z, "mean": np.asarray(block.mean_value),
-                  "jitter": np.asarray(block.jitter), "message/0": self.message[0], "message/1": self.message[1]}
-        spec = kernel_layout(block.kernel, "kernel/", arrays)
-        return None if spec is None else ("sparse_gp", {"kernel": spec, "repr": repr(block.kernel)}, arrays)
-
-    def __repr__(self):
-        return f"SparseGPPosterior(n={self._block.n_points}, m={self._block.n_inducing})"
-
-
-class _InducingView(PointValues):
-    """The points of a sparse GP as its factor sees them: per-point sites on ``f_i``, messages in ``v``-space."""
-
-    def __init__(self, block, n_data):
-        super().__init__()
-        self.block, self.n_data = block, n_data
-
-    def marginals(self, q, index):
-        return q.marginals(index)
-
-    def marginal_rows(self, q):
-        """``rows -> (means, variances)`` of the points ``rows`` (a slice), ``L^{-1}`` formed once.
-
-        The site factor runs the likelihood on earlier rows while later rows' marginals are formed.
-        """
-        block = self.block
-        inverse = precision_inverse(q.precision_chol)
-
-        def rows_marginals(rows):
-            phi, d = block.feature_rows(rows)
-            mean, var = marginals(phi, q.v_mean, q.precision_chol, inverse)
-            return mean + block.mean_value, var + d
-
-        return rows_marginals
-
-    def message(self, sites, index):
-        gamma, pi = sites
-        shifted = gamma - pi * self.block.mean_value if self.block.mean_value else gamma
-        h, J = None, None
-        for positions, phi, _ in self.block.feature_blocks(index):
-            part_h, part_J = gram_and_projection(phi, pi[positions], shifted[positions])
-            h, J = (part_h, part_J) if h is None else (h + part_h, J + part_J)
-        return h, J
 
 
 def _rebuild_sparse_gp(spec, array, name):

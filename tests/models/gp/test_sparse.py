@@ -251,7 +251,7 @@ def test_predictions_through_the_fit_intervals_and_joint_samples():
 def test_features_match_dense_nystrom():
     """``Phi Phi^T`` is the Nystrom matrix ``K_xz K_zz^{-1} K_zx`` and ``d`` its diagonal's complement, over
     several blocks of rows (dense numpy solve as the reference)."""
-    from efvi.models.gp.sparse import FEATURE_ROWS, features, inducing_cholesky
+    from efvi.models.gp._sparse_features import FEATURE_ROWS, features, inducing_cholesky
     rng = np.random.default_rng(3)
     X = rng.uniform(-3.0, 3.0, size=(2 * FEATURE_ROWS + 37, 2))
     Z = rng.uniform(-3.0, 3.0, size=(23, 2))
