@@ -18,7 +18,7 @@ efvi.models
 
 The everyday names are available here: ``efvi.Model``, the families
 (``efvi.Gaussian``, ``efvi.Gamma``, ...), ``efvi.glm``, ``efvi.gp``,
-``efvi.lds``, ``efvi.likelihoods`` and ``efvi.Observe``.
+``efvi.lds``, ``efvi.nn``, ``efvi.likelihoods`` and ``efvi.Observe``.
 
 Optional extras: ``efvi.plot`` draws fit results (ELBO traces, sites,
 posterior bands, calibration; ``pip install efvi[plot]``) and
@@ -38,16 +38,17 @@ from efvi import expfam, inference, models
 from efvi.expfam import (Bernoulli, Beta, Categorical, DiagonalGaussian, Dirichlet, Gamma, Gaussian,
                          NormalWishart, Wishart)
 from efvi.inference import ConvergenceWarning, FitResult, Model
-from efvi.models import Observe, glm, gp, lds, likelihoods
+from efvi.models import Observe, glm, gp, lds, likelihoods, nn
 from efvi.inference import plot
 from efvi.inference.inference_data import to_inference_data
 
 sys.modules.setdefault(__name__ + ".plot", plot)   # so that ``import efvi.plot`` works too, like os.path
+del sys                                             # dir(efvi) lists efvi's names only
 
 __all__ = [
     "__version__", "expfam", "inference", "models",
     "Model", "FitResult", "ConvergenceWarning",
     "Bernoulli", "Beta", "Categorical", "DiagonalGaussian", "Dirichlet", "Gamma", "Gaussian",
     "NormalWishart", "Wishart",
-    "Observe", "glm", "gp", "lds", "likelihoods", "plot", "to_inference_data",
+    "Observe", "glm", "gp", "lds", "nn", "likelihoods", "plot", "to_inference_data",
 ]

@@ -8,6 +8,7 @@ is written by the small extension in ``_ext/gallery.py``, which runs every
 example in quick mode.
 """
 
+import re
 import sys
 from pathlib import Path
 
@@ -67,15 +68,38 @@ html_show_sourcelink = False
 gallery_examples_dir = str(DOCS.parent / "examples")
 
 
+# Class pages list inherited members too (``:inherited-members:`` in
+# _templates/autosummary/class.rst), so that an estimator's page shows ``save``,
+# ``load`` and scikit-learn's ``score``.  Of the methods a class inherits from
+# outside efvi only these are efvi's API; the rest (``tuple.count``, PyTorch's
+# Optimizer hooks, scikit-learn's metadata routing) are left out.
+FOREIGN_API = {"score", "get_params", "set_params"}
+
+
 def _skip_member(app, what, name, obj, skip, options):
-    """Leave out what is not efvi's own API: scikit-learn's generated
-    ``set_*_request`` methods and namedtuple fields ("Alias for field number")."""
+    """Leave out what is not efvi's own API: methods inherited from outside efvi
+    other than ``FOREIGN_API``, scikit-learn's generated ``set_*_request``
+    methods and namedtuple fields ("Alias for field number")."""
     if name.startswith("set_") and name.endswith("_request"):
         return True
     if (getattr(obj, "__doc__", None) or "").startswith("Alias for field number"):
         return True
+    if what == "class" and callable(obj) and name not in FOREIGN_API \
+            and not (getattr(obj, "__module__", None) or "").startswith("efvi"):
+        return True
     return skip
+
+
+_FOREIGN_REFERENCE = re.compile(r":(?:ref|term):`([^`<]*?)\s*(?:<[^`>]*>)?`")
+
+
+def _plain_foreign_references(app, what, name, obj, options, lines):
+    """Turn ``:ref:`` and ``:term:`` roles in scikit-learn's docstrings (its own
+    user guide's labels, unknown here) into their plain text."""
+    if (getattr(obj, "__module__", None) or "").startswith("sklearn"):
+        lines[:] = [_FOREIGN_REFERENCE.sub(r"\1", line) for line in lines]
 
 
 def setup(app):
     app.connect("autodoc-skip-member", _skip_member)
+    app.connect("autodoc-process-docstring", _plain_foreign_references)

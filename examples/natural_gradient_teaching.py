@@ -49,8 +49,9 @@ def main(argv=None):
     for name, res in (("Adam", adam), ("SGD", sgd)):
         gap = best - res.elbo_trace
         reached = np.flatnonzero(gap < 1e-3)
-        when = f"{reached[0]} iterations" if reached.size else f"not within {n_iter} iterations"
-        print(f"{name}: final gap {gap[-1]:.2e} nats; within 1e-3 nats after {when}")
+        when = (f"within 1e-3 nats after {reached[0]} iterations" if reached.size
+                else f"not within 1e-3 nats in {n_iter} iterations")
+        print(f"{name}: final gap {gap[-1]:.2e} nats; {when}")
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.5))
     grid = np.linspace(-3, 4, 500)

@@ -449,36 +449,49 @@ class ExponentialFamily:
         return (_from_natural, (type(self), self.natural))
 
     def __repr__(self):
-        """``Gamma(shape=2.0, rate=1.0)`` for small batches, ``Gamma(batch_shape=(1000,))`` for large ones."""
-        readable = self._readable_values()
-        if readable is None:
-            return f"{type(self).__name__}(batch_shape={self.batch_shape})"
-        return f"{type(self).__name__}({', '.join(f'{name}={text}' for name, text in readable)})"
+        """The readable parameters: their values when they hold few numbers, else their shapes and ranges.
+
+        ``Gamma(shape=2.0, rate=1.0)``; for a large batch or event
+        ``Gamma(batch_shape=(1000,), shape=<(1000,) from 0.5 to 3.0>, rate=<(1000,) all 1.0>)``
+        (``REPR_MAX_ENTRIES`` numbers at most are shown).  A family without
+        readable parameters shows its batch and event shapes.
+        """
+        values = self._readable_values()
+        if values is not None and sum(value.size for _, value in values) <= REPR_MAX_ENTRIES:
+            shown = [f"{name}={_format_value(value)}" for name, value in values]
+        else:
+            shown = [f"batch_shape={self.batch_shape}"] if self.batch_shape else []
+            shown += ([f"event_shape={self.event_shape}"] if values is None
+                      else [f"{name}={_summarise_value(value)}" for name, value in values])
+        return f"{type(self).__name__}({', '.join(shown)})"
 
     def _readable_values(self):
-        """``[(name, formatted value), ...]`` of the readable parameters, or None when there are too many entries."""
+        """``[(name, float array), ...]`` of the readable parameters, or None when the family has none."""
         names = type(self).readable_params
         if names is None:
             if type(self).__init__ is ExponentialFamily.__init__:
                 return None
             names = list(inspect.signature(type(self).__init__).parameters)[1:]
         try:
-            values = [(name, np.asarray(getattr(self, name), dtype=float)) for name in names]
+            return [(name, np.asarray(getattr(self, name), dtype=float)) for name in names]
         except (AttributeError, TypeError, ValueError):
             return None
-        if sum(value.size for _, value in values) > REPR_MAX_ENTRIES:
-            return None
-        return [(name, _format_value(value)) for name, value in values]
 
 
 REPR_MAX_ENTRIES = 12
-"""``repr`` shows the readable parameters when they hold at most this many numbers in all."""
+"""``repr`` shows the readable parameters' values when they hold at most this many numbers in all."""
 
 
 def _format_value(value):
     """A parameter printed plainly to six significant digits: ``2.0``, ``[0.5, 1.0]``."""
     rounded = np.vectorize(lambda x: float(f"{x:.6g}"), otypes=[float])(value)
     return repr(rounded.tolist())
+
+
+def _summarise_value(value):
+    """A large parameter as its shape and range: ``<(30,) from -1.49 to 0.52>``, ``<(30,) all 1.0>``."""
+    low, high = (float(f"{x:.4g}") for x in (np.min(value), np.max(value)))
+    return f"<{value.shape} all {low!r}>" if low == high else f"<{value.shape} from {low!r} to {high!r}>"
 
 
 read_parameter_tuples(ExponentialFamily)

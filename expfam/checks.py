@@ -9,7 +9,10 @@ same messages.
 
 import numpy as np
 
-__all__ = ["as_float", "check_integer", "check_positive", "check_probability", "check_square", "check_pd"]
+from ._linalg import SYMMETRY_RTOL, is_symmetric
+
+__all__ = ["as_float", "check_integer", "check_positive", "check_probability", "check_square", "check_pd",
+           "is_symmetric", "SYMMETRY_RTOL"]
 
 
 def _describe(x):

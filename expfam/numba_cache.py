@@ -9,15 +9,18 @@ one of
 
 1. ``NUMBA_CACHE_DIR`` (read into ``numba.config.CACHE_DIR`` when numba is
    imported),
-2. ``__pycache__`` beside the kernel's source file,
-3. a user-wide cache directory (``~/.cache/numba``, or ``$XDG_CACHE_HOME/numba``),
+2. efvi's own cache folder, :func:`efvi_cache_dir` (``~/.cache/efvi/numba``, or
+   ``$XDG_CACHE_HOME/efvi/numba``): outside the installed package, so the
+   kernels survive a reinstall (they are stamped by a hash of their source file),
+3. ``__pycache__`` beside the kernel's source file,
+4. a user-wide cache directory (``~/.cache/numba``, or ``$XDG_CACHE_HOME/numba``),
 
 and decorating the kernel raises ``RuntimeError: cannot cache function ...: no
 locator available`` when none is, which made ``import efvi`` fail wherever the
 installation is read-only and the home directory is not writable (a container
 running as an unprivileged user, a shared cluster installation).  The choice is
 made once per kernel, when it is decorated, so :func:`cache_enabled` runs first:
-if none of the three places will do, it points ``numba.config.CACHE_DIR`` at a
+if none of the four places will do, it points ``numba.config.CACHE_DIR`` at a
 directory of this user's under the temporary directory, where later processes
 find the kernels again, or, failing that too, turns caching off.  Either way it
 warns once per process with :class:`NumbaCacheWarning`; setting
@@ -33,6 +36,7 @@ later processes load the kernels from the cache.
 """
 
 import functools
+import hashlib
 import logging
 import os
 import stat
@@ -41,6 +45,7 @@ import time
 import warnings
 
 import numba
+import numba.core.caching
 import numba.core.event
 from numba.misc.appdirs import AppDirs
 
@@ -84,6 +89,76 @@ class _CompileListener(numba.core.event.Listener):
 _compile_listener = _CompileListener(logger.name)
 numba.core.event.register("numba:compile", _compile_listener)
 
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def efvi_cache_dir():
+    """efvi's own folder for compiled kernels, outside the installed package: ``~/.cache/efvi/numba``.
+
+    (``$XDG_CACHE_HOME/efvi/numba`` where that is set; the platform's user cache
+    folder elsewhere.)  A reinstall of efvi replaces the package's folders, and
+    with them any ``__pycache__`` inside; kernels cached here survive it and are
+    loaded again as long as their source file is unchanged (a hash of its contents).
+    """
+    return os.path.join(AppDirs(appname="efvi", appauthor=False).user_cache_dir, "numba")
+
+
+@functools.lru_cache(maxsize=None)
+def _content_hash(path, st_mtime, st_size):
+    with open(path, "rb") as source:
+        return hashlib.sha256(source.read()).hexdigest()
+
+
+class _EfviCacheLocator(numba.core.caching._CacheLocator):
+    """numba's cache locator for efvi's own kernels: :func:`efvi_cache_dir`, stamped by content.
+
+    numba asks its locators in turn for every function compiled with
+    ``cache=True``; this one answers for source files of efvi only (after
+    ``NUMBA_CACHE_DIR``'s, which stays first) and for nothing else, so other
+    packages' caches are where numba puts them.  The source stamp is a hash of
+    the file's contents rather than its modification time, so that a reinstall
+    of the same files finds its kernels.
+    """
+
+    def __init__(self, py_func, py_file):
+        self._py_file = py_file
+        self._lineno = py_func.__code__.co_firstlineno
+        self._cache_path = os.path.join(efvi_cache_dir(), self.get_suitable_cache_subpath(py_file))
+
+    def get_cache_path(self):
+        return self._cache_path
+
+    def get_source_stamp(self):
+        info = os.stat(self._py_file)
+        return _content_hash(self._py_file, info.st_mtime, info.st_size)
+
+    def get_disambiguator(self):
+        return str(self._lineno)
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        if not (os.path.isfile(py_file) and os.path.abspath(py_file).startswith(_PACKAGE_DIR + os.sep)):
+            return None
+        locator = cls(py_func, py_file)
+        try:
+            locator.ensure_cache_path()
+        except OSError:
+            return None
+        return locator
+
+
+def _register_locator():
+    """Ask :class:`_EfviCacheLocator` right after numba's ``NUMBA_CACHE_DIR`` locator (once per process)."""
+    impl = getattr(numba.core.caching, "CacheImpl", None) or getattr(numba.core.caching, "_CacheImpl", None)
+    classes = getattr(impl, "_locator_classes", None)
+    if not isinstance(classes, list) or _EfviCacheLocator in classes:
+        return
+    first = classes[0] if classes and "UserProvided" in classes[0].__name__ else None
+    classes.insert(1 if first is not None else 0, _EfviCacheLocator)
+
+
+_register_locator()
+
 
 class NumbaCacheWarning(UserWarning):
     """numba has no writable cache directory: efvi's kernels are cached in a temporary one, or not at all."""
@@ -108,7 +183,7 @@ def cache_enabled(package_dir):
     bool
         The value to pass as ``numba.jit(cache=...)``.
     """
-    if _writable(numba.config.CACHE_DIR):
+    if _writable(numba.config.CACHE_DIR) or _writable(efvi_cache_dir()):
         return True
     if all(_writable(os.path.join(folder, "__pycache__")) for folder in _source_folders(package_dir)):
         return True
@@ -125,7 +200,7 @@ def cache_enabled(package_dir):
 def _fallback_dir():
     """The private temporary cache directory, or None for no caching; warns (once per process) either way."""
     efvi_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    places = [os.path.join(efvi_dir, "**", "__pycache__"), _user_wide_dir()]
+    places = [efvi_cache_dir(), os.path.join(efvi_dir, "**", "__pycache__"), _user_wide_dir()]
     if numba.config.CACHE_DIR:
         places.insert(0, numba.config.CACHE_DIR)
     unset = "" if numba.config.CACHE_DIR else "NUMBA_CACHE_DIR is unset and "

@@ -8,7 +8,7 @@ VMP with ``rho = 1``; minibatches give SVI.
 
 Public names: the model and its result (:class:`Model`, :class:`FitResult`,
 :class:`Marginals`, :class:`FitFileError`, :class:`IterationInfo`), step-size
-rules, warnings, the ready-made conjugate and generic factors, and what a
+rules, warnings and :class:`DivergenceError`, the ready-made conjugate and generic factors, and what a
 new factor or structured prior is written against (:class:`Factor`,
 :class:`FactorEval`, :class:`SiteView`, :class:`GaussianSiteView`,
 :class:`Block`, :class:`InvalidPosterior`).  The engine's own modules
@@ -18,6 +18,7 @@ new factor or structured prior is written against (:class:`Factor`,
 from . import baselines, bbvi, ngvi, vpng
 from .blocks import Block, InvalidPosterior
 from .callbacks import IterationInfo
+from .divergence import DivergenceError
 from .conjugate import ARDPrior, BinomialBeta, CategoricalDirichlet, GaussianMixture, GaussianWishart, PoissonGamma
 from .factor import Factor, FactorEval, GaussianSiteView, SiteView
 from ._fitfile import FitFileError
@@ -31,7 +32,7 @@ __all__ = [
     "baselines", "bbvi", "ngvi", "vpng", "PriorNotSupportedError",
     "Model", "FitResult", "Marginals", "Factor", "FactorEval", "SiteView", "GaussianSiteView", "Block",
     "InvalidPosterior", "IterationInfo", "FitFileError", "Adaptive", "Decaying", "Fixed", "StepRule",
-    "ConvergenceWarning", "StepBackoffWarning",
+    "ConvergenceWarning", "StepBackoffWarning", "DivergenceError",
     "ARDPrior", "BinomialBeta", "CategoricalDirichlet", "GaussianMixture", "GaussianWishart", "PoissonGamma",
     "Enumerated", "ExpectedLogFactor", "MonteCarloFactor",
 ]

@@ -29,6 +29,7 @@ import numpy as np
 
 from .. import expfam
 from ..expfam import ExponentialFamily
+from ..expfam.checks import SYMMETRY_RTOL, is_symmetric
 from ._acceleration import AndersonAccelerator
 from ._controller import GAIN_WINDOW
 from .factor import GaussianSiteView, SiteView, is_remote
@@ -43,6 +44,8 @@ _META_KEYS = {"format", "arrays", "converged", "message", "timings", "iteration"
               "rng", "controller", "hyper", "likelihoods"}
 _CONTROLLER_KEYS = {"rule_kind", "rule_params", "rule_state", "plain_next", "accelerator", "accelerator_depth",
                     "accelerator_rest", "accelerator_failures"}
+SUMMED_RTOL = 1e-9
+"""How far a structured block's messages may sum from its posterior's summed sites, relative (rounding only)."""
 _ACCELERATOR_PARTS = ("delta_f", "delta_g", "last_f", "last_g", "counters")
 
 
@@ -335,14 +338,18 @@ class _Reader:
         self.check(elbo.ndim == 1 and elbo.shape[0] >= 1, "elbo_trace", "must be a 1-D array with at least one entry")
         self.check(rho.shape == elbo.shape, "rho_trace", f"must have the shape of elbo_trace {elbo.shape}")
         self.check(np.all((rho >= 0) & (rho <= 1)), "rho_trace", "must hold step sizes in [0, 1]")
-        posterior, shapes = self._posterior(get.dict("posterior"))
+        posterior, shapes, symmetric = self._posterior(get.dict("posterior"))
         sites, n_data = self._sites(get.list("sites"))
-        messages = self._messages(get.list("messages"), len(sites), shapes)
-        hyper, log_scale = self._hyper(get.dict("hyper"))
+        messages = self._messages(get.list("messages"), len(sites), shapes, symmetric)
+        self._check_summed_messages(posterior, messages)
+        iteration = get.int("iteration")
+        hyper, log_scale = self._hyper(get.dict("hyper"), iteration)
         state = FitState(sites, messages, self._rng(meta["rng"]), self._controller(get.dict("controller")), hyper)
         state.orders, state.positions = self._orders(get, n_data)
-        state.iteration = get.int("iteration")
-        state.n_backoffs, state.n_accelerated = get.int("n_backoffs"), get.int("n_accelerated")
+        state.iteration = iteration
+        # an accelerated step replaces one block's update (or one whole sweep's): at most one per block per sweep
+        state.n_backoffs = get.int("n_backoffs")
+        state.n_accelerated = get.int("n_accelerated", maximum=iteration * len(posterior))
         state.coarse = get.bool("coarse")
         state.elbo_trace, state.rho_trace = elbo.tolist(), rho.tolist()
         views = self._views(get.list("site_views"), sites)
@@ -386,7 +393,9 @@ class _Reader:
         return likelihoods, unsaved
 
     def _posterior(self, spec):
-        posterior, shapes = {}, {}
+        """Block name -> posterior, -> the shapes of its messages, and -> which of their parts are symmetric
+        matrices (a precision)."""
+        posterior, shapes, symmetric = {}, {}, {}
         for i, (name, kind) in enumerate(spec.items()):
             entry = f"__meta__.posterior[{name!r}]"
             keys = {"expfam": {"kind", "family"}, "marginals": {"kind", "family", "points"},
@@ -405,6 +414,7 @@ class _Reader:
                 except ValueError as err:
                     self.fail(f"posterior/{i}", f"is not a valid {family.__name__} natural parameter ({err})")
                 shapes[name] = [p.shape for p in parts]
+                symmetric[name] = [event_ndim == 2 for event_ndim in family.event_ndims]
             elif kind["kind"] in ("marginals", "predictive"):
                 mean, var = self.array(f"posterior/{i}/0"), self.array(f"posterior/{i}/1")
                 self.check(mean.ndim == 1 and var.shape == mean.shape, f"posterior/{i}",
@@ -419,9 +429,10 @@ class _Reader:
                 # the per-point sites of its factors, or the rebuilt posterior's own message (a sparse GP's)
                 message = getattr(posterior[name], "message", None)
                 shapes[name] = [np.shape(p) for p in message] if message is not None else [(points,), (points,)]
+                symmetric[name] = [np.ndim(p) == 2 for p in message] if message is not None else [False, False]
             else:
                 self.fail(entry, f"has kind {kind['kind']!r}; expected 'expfam', 'marginals' or 'predictive'")
-        return posterior, shapes
+        return posterior, shapes, symmetric
 
     def _predictive(self, i, name, kind, mean, var):
         """A structured posterior rebuilt by its model's hook from the saved prior and sites, checked
@@ -467,7 +478,14 @@ class _Reader:
             n_data.append(leading.pop())
         return sites, n_data
 
-    def _messages(self, layout, n_factors, shapes):
+    def check_symmetric(self, a, entry):
+        """Fail unless the matrix ``a`` is symmetric to ``SYMMETRY_RTOL`` of its largest entry (rounding only)."""
+        if not np.all(is_symmetric(a)):
+            off = float(np.max(np.abs(a - np.swapaxes(a, -1, -2))))
+            self.fail(entry, f"must be a symmetric matrix (to {SYMMETRY_RTOL:g} of its largest entry, "
+                             f"{float(np.max(np.abs(a))):.6g}); it is off by {off:.3g}")
+
+    def _messages(self, layout, n_factors, shapes, symmetric):
         layout = self._layout(layout, "messages")
         self.check(len(layout) == n_factors, "__meta__.messages", f"must have one entry per factor ({n_factors})")
         messages = []
@@ -479,9 +497,39 @@ class _Reader:
                 got = [p.shape for p in parts]
                 self.check(got == shapes[b], f"messages/{k}/{i}",
                            f"must have the shapes of block {b!r}'s messages {shapes[b]}; got {got}")
+                for j, part in enumerate(parts):
+                    if symmetric[b][j]:
+                        self.check_symmetric(part, f"messages/{k}/{i}/{j}")
                 by_block[b] = parts
             messages.append(by_block)
         return messages
+
+    def _check_summed_messages(self, posterior, messages):
+        """Fail unless a rebuilt structured posterior's summed sites are the sum of its block's messages.
+
+        The engine builds every block's posterior from the sum of the factors'
+        messages, and a structured posterior keeps that sum (a GP's or a
+        state-space block's ``(natural_mean, precision)``, a sparse GP's
+        ``message``), so a file whose messages disagree with it would resume
+        from another posterior than the one it holds.
+        """
+        for i, (name, q) in enumerate(posterior.items()):
+            if isinstance(q, (ExponentialFamily, Marginals)):
+                continue
+            own = getattr(q, "message", None)
+            if own is None and hasattr(q, "natural_mean"):
+                own = (q.natural_mean, q.precision)
+            keys = [f"messages/{k}/{list(m).index(name)}" for k, m in enumerate(messages) if name in m]
+            if own is None or not keys:
+                continue
+            for j, part in enumerate(own):
+                total = sum(m[name][j] for m in messages if name in m)
+                scale = max(float(np.max(np.abs(part), initial=0.0)), 1e-300)
+                self.check(np.shape(total) == np.shape(part) and np.max(np.abs(total - part), initial=0.0)
+                           <= SUMMED_RTOL * scale, f"{keys[0]}/{j}",
+                           f"and the other messages of block {name!r} ({', '.join(keys)}) must sum to the summed "
+                           f"sites of its saved posterior (posterior/{i}/predict), to {SUMMED_RTOL:g} of their "
+                           "largest entry")
 
     def _orders(self, get, n_data):
         flags, positions = get.list("orders"), get.list("positions")
@@ -560,8 +608,8 @@ class _Reader:
                    "accelerator/counters", f"must be two counters in [0, {depth}] and [0, {depth})")
         return history
 
-    def _hyper(self, spec):
-        """The search state, and by block which hyperparameters are logs."""
+    def _hyper(self, spec, iteration):
+        """The search state, and by block which hyperparameters are logs (``iteration``: the fit's count)."""
         _exactly(self, spec, {"names", "log_scale"}, "__meta__.hyper")
         names = spec["names"]
         self.check(isinstance(names, dict) and all(isinstance(n, list) and n and all(isinstance(x, str) for x in n)
@@ -599,8 +647,10 @@ class _Reader:
         steps = 0
         if moments or "hyper/adam_steps" in self.manifest:
             steps = self.array("hyper/adam_steps")
-            self.check(steps.shape == (1,) and steps[0] >= 1 and bool(moments), "hyper/adam_steps",
-                       "must be one count >= 1, saved with Adam's moments")
+            # one Adam step per minibatch sweep at most, so never more steps than iterations
+            self.check(steps.shape == (1,) and 1 <= steps[0] <= iteration and bool(moments), "hyper/adam_steps",
+                       f"must be one count in [1, {iteration}] (at most one Adam step per iteration, and the fit "
+                       "has run __meta__.iteration iterations), saved with Adam's moments")
             steps = int(steps[0])
         return HyperState(theta, evaluations, moments, steps), log_scale
 

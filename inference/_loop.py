@@ -12,6 +12,7 @@ import warnings
 
 from .callbacks import IterationInfo
 from ._controller import CHECK, CONVERGED
+from .progress import close_progress_bar, progress_bar
 from .warnings import ConvergenceWarning
 
 
@@ -34,7 +35,7 @@ class Loop:
         self.stopped = False
         self.failure = None
         self.per_iteration = []
-        self.bar = _progress_bar(max_iter, progress)
+        self.bar = progress_bar(progress, max_iter, "efvi fit")
         if not engine.stochastic and not engine.state.elbo_trace:
             self.record(engine.elbo(), 0.0)
 
@@ -87,9 +88,9 @@ class Loop:
                 return False
         return False
 
-    def close(self):
-        if self.bar is not None:
-            self.bar.close()
+    def close(self, outcome):
+        """Close the progress bar at the iterations run, saying how the fit ended (``outcome``)."""
+        close_progress_bar(self.bar, outcome)
 
 
 def run(engine, max_iter, callback=None, progress=False, warn=True):
@@ -107,11 +108,15 @@ def run(engine, max_iter, callback=None, progress=False, warn=True):
 
     start = time.perf_counter()
     loop = Loop(engine, max_iter, callback, progress)
+    outcome = "failed"
     try:
         # minibatch fits learn by Adam steps inside their sweeps (see efvi.inference._hyperparameters)
         converged = learn(loop) if engine.learners and not engine.stochastic else loop.converge_sites()
+        outcome = "converged" if converged else ("stopped by the callback" if loop.stopped else
+                                                 "not converged" if loop.failure else
+                                                 f"stopped at max_iter={max_iter}, not converged")
     finally:
-        loop.close()
+        loop.close(outcome)
     message = ""
     if not converged:
         if loop.stopped:
@@ -122,11 +127,3 @@ def run(engine, max_iter, callback=None, progress=False, warn=True):
             if warn:
                 warnings.warn(message, ConvergenceWarning, stacklevel=3)
     return converged, message, {"total": time.perf_counter() - start, "per_iteration": loop.per_iteration}
-
-
-def _progress_bar(total, progress):
-    if not progress:
-        return None
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc="efvi fit", leave=False)

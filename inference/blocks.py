@@ -66,6 +66,14 @@ class Block:
         """
         raise NotImplementedError
 
+    def blas_flops(self):
+        """Floating-point operations of this block's largest single BLAS call in an iteration (default 0).
+
+        A structured prior whose posterior solves large dense systems (a GP's
+        ``N x N`` Cholesky factorisation) says so, and its fit keeps BLAS's threads.
+        """
+        return 0.0
+
     def hyperparameters(self):
         """Learnable hyperparameters as a vector (structured priors with ``learns_hyperparameters``)."""
         return np.zeros(0)

@@ -83,6 +83,14 @@ class Factor:
     distributed = False
     parallel_coordinates = False
 
+    def blas_flops(self):
+        """Floating-point operations of this factor's largest single BLAS call in an iteration (default 0).
+
+        A fit whose factors and blocks all report fewer than
+        :data:`efvi.inference.blas_threads.SMALL_BLAS_FLOPS` runs BLAS on one thread.
+        """
+        return 0.0
+
     @property
     def n_observed(self):
         """Data points that are observed (default: all ``n_data``; a factor with missing values overrides it)."""

@@ -6,6 +6,12 @@ when the function runs.  Each block of a fit becomes one variable of the
 posterior, so ArviZ's summaries (``az.summary``, ``az.plot_posterior``) read
 the approximate posterior; its MCMC diagnostics (R-hat, ESS) have nothing to
 diagnose here.
+
+A structured block (dense GP, sparse GP, Markov GP, LDS) gives joint draws of
+its latent function at its own inputs, and with ``inputs=`` at new inputs as
+well, drawn together with them: a GP's from the Gaussian over both sets of
+inputs, a state-space block's by forward filtering, backward sampling
+(:mod:`efvi.models.lds.sampling`, ``O(T)``).
 """
 
 import numpy as np
@@ -51,8 +57,29 @@ def _posteriors(source):
                      f"sample(rng, n); got {type(source).__name__}")
 
 
-def _draws(name, posterior, rng, n_samples):
+def _new_inputs(inputs, posteriors):
+    """Block name -> new inputs, from ``inputs`` (a dict, or the inputs of the one block that takes them)."""
+    if inputs is None:
+        return {}
+    joint = [name for name, posterior in posteriors.items() if hasattr(posterior, "sample_joint")]
+    if isinstance(inputs, dict):
+        wrong = [name for name in inputs if name not in joint]
+        if wrong:
+            raise ValueError(f"inputs must name blocks that draw at new inputs ({', '.join(map(repr, joint))}); "
+                             f"got {', '.join(map(repr, wrong))}")
+        return dict(inputs)
+    if len(joint) != 1:
+        raise ValueError("inputs must be a dict block name -> new inputs when the exported blocks do not hold "
+                         f"exactly one block that draws at new inputs; they hold {len(joint)} "
+                         f"({', '.join(map(repr, joint))})")
+    return {joint[0]: inputs}
+
+
+def _draws(name, posterior, rng, n_samples, inputs=None):
     """Variable name -> draws with a leading chain axis of 1, shape (1, n_samples, ...)."""
+    if inputs is not None:
+        own, new = posterior.sample_joint(rng, n_samples, inputs)
+        return {name: own[None], f"{name}_new": new[None]}
     if hasattr(posterior, "sample"):
         draws = posterior.sample(rng, n_samples)
     elif hasattr(posterior, "to_gaussian"):          # the GLM's dual route
@@ -66,7 +93,7 @@ def _draws(name, posterior, rng, n_samples):
     return {name: np.asarray(draws)[None]}
 
 
-def to_inference_data(fit, n_samples=1000, seed=0, blocks=None, coords=None, dims=None):
+def to_inference_data(fit, n_samples=1000, seed=0, blocks=None, coords=None, dims=None, inputs=None):
     """Posterior samples of a fit as an ``arviz.InferenceData`` (one chain of independent draws).
 
     Parameters
@@ -96,15 +123,21 @@ def to_inference_data(fit, n_samples=1000, seed=0, blocks=None, coords=None, dim
     -------
     arviz.InferenceData
         A ``posterior`` group with one variable per block, shape
-        ``(1, n_samples) + batch_shape + event_shape``.
+        ``(1, n_samples) + batch_shape + event_shape``; a structured
+        block's variable holds joint draws of its latent function at its
+        inputs, shape ``(1, n_samples, N)`` (a dense or sparse GP draws from
+        the ``N x N`` posterior covariance: ``O(N^2)`` memory; a Markov GP
+        or LDS by forward filtering, backward sampling: ``O(T)``).
 
     Raises
     ------
     ImportError
         If ArviZ is not installed.
     ValueError
-        For an unknown block, a posterior that cannot be sampled (a
-        structured posterior loaded from a file), or invalid ``n_samples``.
+        For an unknown block, a posterior that cannot be sampled (the
+        marginals that a fit file keeps of a structured posterior it cannot
+        rebuild, e.g. one with a custom kernel), ``inputs`` that name no
+        block drawing at new inputs, or invalid ``n_samples``.
     """
     arviz = _arviz()
     posteriors, (default_dims, default_coords) = _posteriors(fit)
@@ -117,10 +150,11 @@ def to_inference_data(fit, n_samples=1000, seed=0, blocks=None, coords=None, dim
         posteriors = {name: posteriors[name] for name in names}
     if isinstance(n_samples, bool) or int(n_samples) != n_samples or n_samples < 1:
         raise ValueError(f"n_samples must be a positive integer; got {n_samples!r}")
+    new_inputs = _new_inputs(inputs, posteriors)
     rng = np.random.default_rng(seed)
     samples = {}
     for name, posterior in posteriors.items():
-        samples.update(_draws(name, posterior, rng, int(n_samples)))
+        samples.update(_draws(name, posterior, rng, int(n_samples), new_inputs.get(name)))
     dims = {**{k: v for k, v in default_dims.items() if k in samples}, **(dims or {})}
     coords = {**{k: v for d in dims.values() for k, v in default_coords.items() if k in d}, **(coords or {})}
     return arviz.from_dict(posterior=samples, coords=coords or None, dims=dims or None,

@@ -229,7 +229,7 @@ class FitResult:
                 return LatentPrediction(mean, var, lambda n, rng: sample(posterior, inputs, n, rng))
         mean, var = posterior.predict(inputs)
         return LatentPrediction(mean, var,
-                                lambda n, rng: _gaussian_draws(*posterior.predict(inputs, full_cov=True), n, rng))
+                                lambda n, rng: gaussian_draws(*posterior.predict(inputs, full_cov=True), n, rng))
 
     def predict(self, inputs, likelihood=None, block=None, factor=None):
         """Posterior-predictive marginals of new observations ``y`` at new inputs.
@@ -525,8 +525,24 @@ def register_likelihood_loader(load):
     _LIKELIHOOD_LOADERS[:] = [load]
 
 
-def _gaussian_draws(mean, cov, n, rng):
-    """``n`` joint draws of N(mean, cov), shape (n, M); ``cov`` positive semi-definite (eigenvalues clipped)."""
+def gaussian_draws(mean, cov, n, rng):
+    """``n`` joint draws of ``N(mean, cov)`` for a positive semi-definite ``cov``.
+
+    The square root comes from the eigendecomposition with negative
+    eigenvalues (rounding) clipped at zero, so singular covariances, such as
+    a posterior at repeated inputs, are sampled too.
+
+    Parameters
+    ----------
+    mean : ndarray, shape (M,)
+    cov : ndarray, shape (M, M)
+    n : int
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    ndarray, shape (n, M)
+    """
     values, vectors = np.linalg.eigh(0.5 * (cov + cov.T))
     root = vectors * np.sqrt(np.maximum(values, 0.0))
     return mean + rng.standard_normal((n, mean.shape[0])) @ root.T

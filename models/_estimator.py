@@ -17,6 +17,8 @@ Every estimator saves and loads itself without pickle, in the fit file's form
 ``EstimatorClass.load(path)``.
 """
 
+import numbers
+
 import numpy as np
 
 from ._labels import binary_labels
@@ -135,7 +137,7 @@ class BaseEstimator(_SklearnBaseEstimator):
 
 __all__ = ["BaseEstimator", "ClassifierMixin", "RegressorMixin", "DensityMixin", "NotFittedError",
            "check_X", "check_X_y", "check_labels", "binary_targets", "check_fitted", "check_sample_weight",
-           "fit_options", "set_fit_results"]
+           "fit_options", "set_fit_results", "check_fit_results", "check_counts"]
 
 
 def check_X_y(estimator, X, y, reset=True, y_numeric=True):
@@ -145,16 +147,31 @@ def check_X_y(estimator, X, y, reset=True, y_numeric=True):
     -------
     X : ndarray, shape (N, D), float64
     y : ndarray, shape (N,)
-        float64 when ``y_numeric``, else the labels as given.
+        Real numbers (bool, integer or float) when ``y_numeric``, else the labels as given.
 
     Raises
     ------
     ValueError
         Naming the problem: no rows or columns, NaN or inf, complex values, a
-        2-D ``y``, a length mismatch, or ``y=None``.
+        2-D ``y``, a length mismatch, ``y=None``, or (``y_numeric``) a ``y``
+        that is not numbers, such as strings.
     """
+    if y_numeric:
+        _check_numbers(estimator, y)
     return validate_data(estimator, X, y, reset=reset, dtype=np.float64, y_numeric=y_numeric,
                          ensure_min_samples=1, ensure_min_features=1)
+
+
+def _check_numbers(estimator, y):
+    """Raise a ValueError naming ``y`` and its first value that is not a number (a string, bytes, an object)."""
+    values = np.asarray(y)
+    if values.dtype.kind in "biufc":            # complex: scikit-learn's own error
+        return
+    for index, value in enumerate(values.flat):
+        if not (value is None or isinstance(value, numbers.Number)):     # None: a missing value, NaN
+            shown = value.item() if isinstance(value, np.generic) else value
+            raise ValueError(f"y must hold real numbers (the targets of {type(estimator).__name__}); got "
+                             f"{shown!r} at index {index} (an array of dtype {values.dtype})")
 
 
 def check_X(estimator, X, reset=False):
@@ -210,6 +227,34 @@ def set_fit_results(estimator, fit, block):
     estimator.lower_bounds_ = fit.elbo_trace
     estimator.elbo_ = fit.elbo
     return estimator
+
+
+def check_fit_results(estimator):
+    """Raise a ValueError unless the restored attributes of :func:`set_fit_results` are the fit's own.
+
+    ``n_iter_``, ``converged_``, ``lower_bounds_`` and ``elbo_`` repeat what
+    ``fit_result_`` holds (itself checked entry by entry when loaded), so a
+    file that changed one of them (a negative iteration count, another
+    ELBO) does not describe the fit.
+    """
+    fit = estimator.fit_result_
+    check_counts(estimator)
+    expected = {"n_iter_": int(fit.n_iter), "converged_": bool(fit.converged), "elbo_": float(fit.elbo)}
+    for name, value in expected.items():
+        got = getattr(estimator, name)
+        if got != value:
+            raise ValueError(f"{name} must be the fit's {value!r} (fit_result_); got {got!r}")
+    if not np.array_equal(np.asarray(estimator.lower_bounds_, dtype=float), np.asarray(fit.elbo_trace, dtype=float)):
+        raise ValueError("lower_bounds_ must be the fit's ELBO trace (fit_result_.elbo_trace)")
+
+
+def check_counts(estimator, n_iter_minimum=0):
+    """Raise a ValueError unless ``n_iter_`` is an integer ``>= n_iter_minimum`` and ``converged_`` (if any) a bool."""
+    n_iter = estimator.n_iter_
+    if isinstance(n_iter, bool) or not isinstance(n_iter, int) or n_iter < n_iter_minimum:
+        raise ValueError(f"n_iter_ must be an integer >= {n_iter_minimum}; got {n_iter!r}")
+    if hasattr(estimator, "converged_") and not isinstance(estimator.converged_, bool):
+        raise ValueError(f"converged_ must be True or False; got {estimator.converged_!r}")
 
 
 def fit_options(estimator):

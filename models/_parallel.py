@@ -14,17 +14,18 @@ forked after a fit (``multiprocessing`` on Linux) starts a fresh pool.
 
 While efvi's own threads run, the BLAS library (OpenBLAS, MKL) is limited to
 one thread (threadpoolctl), so that the two kinds of thread do not
-oversubscribe the cores; BLAS keeps its own threads everywhere else.  Set
+oversubscribe the cores; so is it in a fit whose BLAS calls are all small
+(:mod:`efvi.inference.blas_threads`).  Set
 ``OPENBLAS_NUM_THREADS`` (or ``OMP_NUM_THREADS``) before starting Python to
 limit BLAS in the rest of a fit as well, e.g. on a busy shared machine.
 """
 
-import functools
 import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from threadpoolctl import ThreadpoolController
+
+from ..inference.blas_threads import one_blas_thread
 
 MIN_POINTS_PER_THREAD = 8192
 """Below this many points per thread the kernel runs on the calling thread."""
@@ -70,12 +71,6 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pool)
 
 
-@functools.cache
-def _blas_controller():
-    """The BLAS libraries loaded by the time efvi first runs threads (found once: a lookup costs ~0.5 ms)."""
-    return ThreadpoolController()
-
-
 def row_blocks(n, threads=None):
     """Contiguous slices covering ``range(n)``, one per thread that has enough points.
 
@@ -119,7 +114,7 @@ def map_points(kernel, n):
     blocks = row_blocks(n)
     if len(blocks) == 1:
         return kernel(blocks[0])
-    with _blas_controller().limit(limits=1, user_api="blas"):
+    with one_blas_thread():
         parts = list(_shared_pool().map(kernel, blocks))
     return tuple(np.concatenate(outputs) for outputs in zip(*parts))
 
@@ -155,7 +150,7 @@ def overlap_points(produce, consume, n, chunk=MIN_POINTS_PER_THREAD):
         return produced, consume(slice(0, n), *produced)
     produced, futures = [], []
     pool = _shared_pool()
-    with _blas_controller().limit(limits=1, user_api="blas"):
+    with one_blas_thread():
         starts = range(0, n, chunk)
         for start in starts[:-1]:
             rows = slice(start, start + chunk)

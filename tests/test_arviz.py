@@ -95,3 +95,71 @@ def test_without_arviz_the_error_names_the_extra():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "pip install efvi[arviz]" in done.stdout
+
+
+def _structured_fits():
+    """A Poisson fit of each structured block on the same 30 times: Markov GP, dense GP, sparse GP."""
+    from efvi.models import Observe, gp, lds, likelihoods
+
+    rng = np.random.default_rng(0)
+    t = np.sort(rng.uniform(0.0, 10.0, 30))
+    y = rng.poisson(np.exp(np.sin(t))).astype(float)
+    kernel = gp.kernels.Matern32(lengthscale=1.5)
+    blocks = {"markov_gp": (lds.MarkovGP(kernel, t), np.array([2.5, 11.0])),
+              "gp": (gp.GP(kernel, t[:, None]), np.array([[2.5], [11.0]])),
+              "sparse_gp": (gp.SparseGP(kernel, t[:, None], t[::3, None]), np.array([[2.5], [11.0]]))}
+    return {kind: (Model({"f": block}, [Observe(likelihoods.Poisson(), y, on="f")]).fit(), new)
+            for kind, (block, new) in blocks.items()}
+
+
+@pytest.fixture(scope="module")
+def structured_fits():
+    return _structured_fits()
+
+
+@pytest.mark.parametrize("kind", ["markov_gp", "gp", "sparse_gp"])
+def test_structured_fits_export_joint_draws_at_their_inputs_and_new_ones(kind, structured_fits, tmp_path):
+    fit, new = structured_fits[kind]
+    posterior = fit.posterior["f"]
+    data = efvi.to_inference_data(fit, n_samples=200, seed=4)
+    assert data.posterior["f"].shape == (1, 200, 30)
+    np.testing.assert_array_equal(data.posterior["f"].values[0], posterior.sample(np.random.default_rng(4), 200))
+
+    data = efvi.to_inference_data(fit, n_samples=200, seed=4, inputs=new)
+    own, at_new = posterior.sample_joint(np.random.default_rng(4), 200, new)
+    np.testing.assert_array_equal(data.posterior["f"].values[0], own)
+    np.testing.assert_array_equal(data.posterior["f_new"].values[0], at_new)
+    assert data.posterior["f_new"].shape == (1, 200, 2)
+
+    path = tmp_path / "draws.nc"
+    data.to_netcdf(str(path))
+    back = arviz.from_netcdf(str(path))
+    for name in ("f", "f_new"):
+        np.testing.assert_array_equal(back.posterior[name].values, data.posterior[name].values)
+    assert back.attrs["inference_library"] == "efvi"
+
+    fit.save(tmp_path / "fit.npz")
+    loaded = efvi.inference.FitResult.load(tmp_path / "fit.npz")
+    again = efvi.to_inference_data(loaded, n_samples=200, seed=4, inputs={"f": new})
+    np.testing.assert_allclose(again.posterior["f_new"].values, data.posterior["f_new"].values, rtol=1e-6,
+                               atol=1e-8)
+
+
+def test_a_markov_gp_regressor_exports_its_latent_function():
+    from efvi.models.lds import MarkovGPRegressor
+
+    t = np.linspace(0.0, 5.0, 25)
+    model = MarkovGPRegressor().fit(t[:, None], np.sin(t) + 0.1 * np.random.default_rng(1).normal(size=25))
+    data = efvi.to_inference_data(model, n_samples=50)
+    assert data.posterior["f"].shape == (1, 50, 25)
+
+
+def test_new_inputs_must_name_a_block_that_draws_at_them(structured_fits):
+    fit, new = structured_fits["gp"]
+    with pytest.raises(ValueError, match="inputs must name blocks that draw at new inputs"):
+        efvi.to_inference_data(fit, inputs={"g": new})
+    rate = Model({"rate": efvi.Gamma(1.0, 1.0)}, [PoissonGamma(np.array([1.0, 2.0]), on="rate")]).fit()
+    with pytest.raises(ValueError, match=r"inputs must be a dict .* hold 0"):
+        efvi.to_inference_data(rate, inputs=new)
+    with pytest.raises(ValueError, match="inputs"):
+        efvi.to_inference_data(fit, inputs=np.ones((2, 3)))

@@ -1,9 +1,11 @@
 """The documentation site builds with Sphinx, warnings treated as errors.
 
 The build (``docs/conf.py``) reads the Markdown pages, generates the API
-reference from the docstrings and runs every example in quick mode for the
+reference from the docstrings and shows every example's quick-mode run in the
 gallery, so a broken cross-reference, a malformed docstring or a failing
-example fails this test.  Sphinx and its extensions come with the ``test``
+example fails this test.  The gallery shows the session's runs of the examples
+(the ``example_runs`` fixture, which ``test_examples.py`` checks) rather than
+running them again.  Sphinx and its extensions come with the ``test``
 extra (and the ``docs`` extra); without them the test is skipped.
 """
 
@@ -21,10 +23,12 @@ MISSING = [name for name in NEEDED if importlib.util.find_spec(name) is None]
 
 
 @pytest.mark.skipif(bool(MISSING), reason=f"the docs build needs {', '.join(MISSING)} (pip install '.[docs]')")
-def test_docs_build_without_warnings(tmp_path):
+def test_docs_build_without_warnings(tmp_path, example_runs):
+    example_runs.run_all()
     env = dict(os.environ, MPLBACKEND="Agg")
     done = subprocess.run(
-        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html", str(DOCS), str(tmp_path / "html")],
+        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
+         "-D", f"gallery_runs={example_runs.folder}", str(DOCS), str(tmp_path / "html")],
         capture_output=True, text=True, env=env, timeout=1200, cwd=DOCS.parent)
     assert done.returncode == 0, (done.stdout + done.stderr)[-6000:]
     html = tmp_path / "html"

@@ -13,7 +13,7 @@ from efvi.expfam._registry import _FAMILIES
 from efvi.models.likelihoods import LINKS
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
-PAGES = ["add_a_family.md", "add_a_likelihood.md", "engine.md", "expfam.md", "extending.md", "kernels.md", "models.md", "ngvi.md", "nn.md", "vpng.md", "bbvi.md", "dask.md", "getting_started.md", "howto.md", "plot.md", "predict.md"]
+PAGES = ["add_a_family.md", "add_a_likelihood.md", "engine.md", "expfam.md", "extending.md", "kernels.md", "models.md", "ngvi.md", "ngvi_torch.md", "nn.md", "vpng.md", "bbvi.md", "dask.md", "getting_started.md", "howto.md", "plot.md", "predict.md"]
 
 
 def _blocks(page):

@@ -207,9 +207,19 @@ def test_reprs_show_the_parameters_of_small_batches():
     assert repr(DiagonalGaussian.from_mean_var(np.ones(2), 2.0)) == "DiagonalGaussian(mean=[1.0, 1.0], var=[2.0, 2.0])"
     assert repr(efvi.Bernoulli(0.25)) == "Bernoulli(probs=0.25)"
     assert repr(efvi.Beta(1.0, 2.5)) == "Beta(a=1.0, b=2.5)"
-    assert repr(Gamma(np.ones(100), 1.0)) == "Gamma(batch_shape=(100,))"
+    assert repr(Gamma(np.ones(100), 1.0)) == "Gamma(batch_shape=(100,), shape=<(100,) all 1.0>, rate=<(100,) all 1.0>)"
     assert repr(likelihoods.Gaussian(variance=0.3)) == "Gaussian(variance=0.3)"
     assert repr(kernels.Matern32(lengthscale=2.0)) == "Matern32(lengthscale=2.0, variance=1.0)"
+
+
+def test_reprs_of_large_parameters_show_their_shapes_and_ranges():
+    mean, var = np.linspace(-1.5, 0.5, 30), np.linspace(0.25, 2.0, 30)
+    assert repr(DiagonalGaussian.from_mean_var(mean, var)) == \
+        "DiagonalGaussian(mean=<(30,) from -1.5 to 0.5>, var=<(30,) from 0.25 to 2.0>)"
+    assert repr(Gaussian.from_mean_cov(np.zeros(5), 2.0 * np.eye(5))) == \
+        "Gaussian(mean=<(5,) all 0.0>, cov=<(5, 5) from 0.0 to 2.0>)"
+    assert repr(DiagonalGaussian.from_mean_var(np.zeros((4, 3)), 1.0)) == \
+        "DiagonalGaussian(batch_shape=(4,), mean=<(4, 3) all 0.0>, var=<(4, 3) all 1.0>)"
 
 
 # ---------------------------------------------------------------- first use and threads

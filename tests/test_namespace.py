@@ -44,11 +44,23 @@ def test_nothing_generic_is_importable_at_top_level(tmp_path):
 def test_version_and_everyday_names():
     assert efvi.__version__ == importlib.metadata.version("efvi")
     for name in ("Model", "FitResult", "Gaussian", "DiagonalGaussian", "Gamma", "Dirichlet", "Bernoulli",
-                 "glm", "gp", "lds", "likelihoods", "Observe", "expfam", "inference", "models"):
+                 "glm", "gp", "lds", "nn", "likelihoods", "Observe", "expfam", "inference", "models"):
         assert name in efvi.__all__ and getattr(efvi, name) is not None
     assert efvi.Model is efvi.inference.Model
     assert efvi.Gaussian is efvi.expfam.Gaussian
     assert efvi.glm is efvi.models.glm and efvi.Observe is efvi.models.Observe
+
+
+def test_every_model_subpackage_imports_from_efvi_like_glm():
+    from efvi import glm, gp, lds, nn
+
+    assert (glm, gp, lds, nn) == (efvi.models.glm, efvi.models.gp, efvi.models.lds, efvi.models.nn)
+    assert nn.BayesianMLPClassifier is efvi.models.nn.BayesianMLPClassifier
+
+
+def test_dir_of_efvi_lists_its_public_names_and_nothing_borrowed():
+    public = {name for name in dir(efvi) if not name.startswith("_")}
+    assert public == set(efvi.__all__) - {"__version__"}, public ^ (set(efvi.__all__) - {"__version__"})
 
 
 def test_every_package_folder_is_installed():

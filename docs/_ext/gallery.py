@@ -1,24 +1,25 @@
 """A small Sphinx extension: a gallery page for every example script.
 
-At ``builder-inited`` every ``examples/*.py`` whose name does not start with
-``_`` runs as ``python <script> --quick --output <folder>`` (``quickstart.py``
-without ``--quick``, as in ``tests/test_examples.py``), two at a time on a
-two-core machine.  Each example gets a Markdown page, ``gallery/<name>.md``,
-with its docstring, the command, what it printed, every figure it saved and
+At ``builder-inited`` every example script (``examples/*.py`` whose name does not start with ``_``)
+runs as ``examples/_runner.py`` runs it for the test suite (``python <script> --quick --output
+<folder>``), two at a time on a two-core machine.  Each example gets a Markdown page,
+``gallery/<name>.md``, with its docstring, the command, what it printed, every figure it saved and
 its source; ``gallery/index.rst`` shows them as a grid of thumbnails.
 
 The pages and figures are generated into ``docs/gallery/`` (ignored by git).
 A run is reused while no Python file of the library or the examples has
 changed since (a fingerprint of their contents is kept beside the output).
-An example that fails is a Sphinx warning, so ``sphinx-build -W`` fails.
+With ``-D gallery_runs=<folder>`` the gallery runs nothing and shows the runs recorded in
+``<folder>/<name>/`` instead (``tests/test_docs_build.py`` passes the runs of
+``tests/test_examples.py``, so a test session runs each example once).
+An example that fails, or has no recorded run, is a Sphinx warning, so ``sphinx-build -W`` fails.
 """
 
 import ast
 import hashlib
+import importlib.util
 import os
 import shutil
-import subprocess
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -28,12 +29,14 @@ from sphinx.util import logging
 logger = logging.getLogger(__name__)
 
 FIRST = "quickstart"
-NOT_QUICK = {"quickstart"}
 
 
-def _examples(folder):
-    scripts = sorted(p for p in Path(folder).glob("*.py") if not p.name.startswith("_"))
-    return sorted(scripts, key=lambda p: (p.stem != FIRST, p.stem))
+def _load_runner(folder):
+    """``examples/_runner.py``, which says how an example is run and recorded."""
+    spec = importlib.util.spec_from_file_location("_efvi_example_runner", Path(folder) / "_runner.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _fingerprint(repository):
@@ -48,32 +51,30 @@ def _fingerprint(repository):
     return digest.hexdigest()
 
 
-def _run(script, output, fingerprint, timeout):
-    """Run one example into ``output`` (reusing an earlier run with the same fingerprint)."""
+def _run(runner, script, output, fingerprint, timeout):
+    """Run one example into ``output``, reusing an earlier successful run with the same fingerprint.
+
+    Returns the run's record and whether it was reused."""
     stamp = output / ".fingerprint"
-    log = output / "stdout.txt"
-    if stamp.is_file() and log.is_file() and stamp.read_text() == fingerprint:
-        return True, log.read_text(), 0.0, True
+    recorded = runner.load(output)
+    if recorded is not None and recorded.ok and stamp.is_file() and stamp.read_text() == fingerprint:
+        return recorded, True
+    recorded = runner.run(script, output, timeout)
+    if recorded.ok:
+        stamp.write_text(fingerprint)
+    return recorded, False
+
+
+def _copy(runner, script, output, runs):
+    """Show the run of ``script`` recorded in ``runs``: its folder is copied to ``output``.
+
+    Returns the run's record (None where ``runs`` holds none) and True: nothing ran."""
     shutil.rmtree(output, ignore_errors=True)
-    output.mkdir(parents=True)
-    args = [sys.executable, str(script), "--output", str(output)]
-    if script.stem not in NOT_QUICK:
-        args.append("--quick")
-    env = dict(os.environ, MPLBACKEND="Agg")
-    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        env.setdefault(name, "1")
-    start = time.perf_counter()
-    try:
-        done = subprocess.run(args, capture_output=True, text=True, env=env, timeout=timeout, cwd=script.parent)
-    except subprocess.TimeoutExpired:
-        return False, f"timed out after {timeout} s", time.perf_counter() - start, False
-    seconds = time.perf_counter() - start
-    printed = done.stdout.replace(str(output) + os.sep, "").replace(str(output), ".")
-    if done.returncode != 0:
-        return False, printed + done.stderr[-3000:], seconds, False
-    log.write_text(printed)
-    stamp.write_text(fingerprint)
-    return True, printed, seconds, False
+    source = Path(runs) / script.stem
+    if runner.load(source) is None:
+        return None, True
+    shutil.copytree(source, output)
+    return runner.load(output), True
 
 
 def _docstring(script):
@@ -88,9 +89,9 @@ def _write(path, text):
         path.write_text(text)
 
 
-def _page(script, summary, body, printed, figures):
+def _page(script, options, summary, body, printed, figures):
     fence = "`" * max(3, max((len(run) for run in printed.split("\n") if set(run) == {"`"}), default=0) + 1)
-    command = f"python examples/{script.name}" + ("" if script.stem in NOT_QUICK else " --quick")
+    command = " ".join([f"python examples/{script.name}", *options])
     lines = [f"# {summary}", "", body, "", "## Run it", "",
              "```bash", command, "```", "",
              "What it printed when this page was built:", "",
@@ -126,25 +127,36 @@ def _index(entries):
 
 
 def build_gallery(app):
-    examples = _examples(app.config.gallery_examples_dir)
+    runner = _load_runner(app.config.gallery_examples_dir)
+    examples = sorted(runner.scripts(app.config.gallery_examples_dir), key=lambda p: (p.stem != FIRST, p.stem))
     gallery = Path(app.srcdir) / "gallery"
     outputs = gallery / "_output"
     outputs.mkdir(parents=True, exist_ok=True)
-    fingerprint = _fingerprint(Path(app.config.gallery_examples_dir).parent)
+    if app.config.gallery_runs:
+        def show(script):
+            return _copy(runner, script, outputs / script.stem, app.config.gallery_runs)
+    else:
+        fingerprint = _fingerprint(Path(app.config.gallery_examples_dir).parent)
+
+        def show(script):
+            return _run(runner, script, outputs / script.stem, fingerprint, app.config.gallery_timeout)
     workers = max(1, min(len(examples), os.cpu_count() or 1))
     start = time.perf_counter()
     with ThreadPoolExecutor(workers) as pool:
-        runs = list(pool.map(lambda s: _run(s, outputs / s.stem, fingerprint, app.config.gallery_timeout),
-                             examples))
-    reused = sum(run[3] for run in runs)
+        runs = list(pool.map(show, examples))
+    reused = sum(run[1] for run in runs)
     logger.info(f"gallery: {len(examples)} examples ({reused} reused) in {time.perf_counter() - start:.1f} s")
     entries = []
-    for script, (ok, printed, seconds, _) in zip(examples, runs):
-        if not ok:
-            logger.warning(f"gallery: examples/{script.name} failed:\n{printed}", type="gallery")
+    for script, (recorded, _) in zip(examples, runs):
+        if recorded is None:
+            logger.warning(f"gallery: no run of examples/{script.name} in {app.config.gallery_runs}", type="gallery")
+        elif not recorded.ok:
+            logger.warning(f"gallery: examples/{script.name} failed:\n{recorded.printed}{recorded.stderr}",
+                           type="gallery")
+        printed = recorded.printed if recorded is not None else ""
+        figures = recorded.figures if recorded is not None else []
         summary, body = _docstring(script)
-        figures = sorted((outputs / script.stem).glob("*.png"))
-        _write(gallery / f"{script.stem}.md", _page(script, summary, body, printed, figures))
+        _write(gallery / f"{script.stem}.md", _page(script, runner.options(script), summary, body, printed, figures))
         entries.append((script, summary, figures))
     names = {script.stem for script in examples}
     for stale in gallery.glob("*.md"):
@@ -159,5 +171,6 @@ def build_gallery(app):
 def setup(app):
     app.add_config_value("gallery_examples_dir", None, "env")
     app.add_config_value("gallery_timeout", 600, "env")
+    app.add_config_value("gallery_runs", None, "env", types=[str])
     app.connect("builder-inited", build_gallery)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -13,13 +13,16 @@ maximises the ELBO of the mean-field ``q`` with stochastic gradients
   (Kingma and Welling, 2014; Titsias and Lazaro-Gredilla, 2014);
 - natural steps (the mean-parameter gradient, ``F^-1`` times the gradient)
   or Euclidean ones (SGD, Adam) on the natural parameters, backed off so
-  that ``q`` stays valid.
+  that ``q`` stays valid;
+- a stopping rule on the ELBO that accounts for the Monte Carlo error of its
+  estimate, ``converged`` and ``message`` on the result, and save, load and
+  :func:`resume` that continue a fit to the last bit.
 
 :func:`gradient` gives one estimate (and its variance) without stepping.
 ``docs/bbvi.md`` explains the estimators.
 """
 
-from .fit import GradientEstimate, fit, gradient
+from .fit import GradientEstimate, fit, gradient, resume
 from .result import BBVIResult
 
-__all__ = ["fit", "gradient", "GradientEstimate", "BBVIResult"]
+__all__ = ["fit", "resume", "gradient", "GradientEstimate", "BBVIResult"]

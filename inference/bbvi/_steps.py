@@ -22,12 +22,17 @@ ADAM_EPS = 1e-8
 
 
 class Stepper:
-    """The step of one fit: its kind, Adam's moments per block, and the count of back-offs."""
+    """The step of one fit: its kind, Adam's moments per block, and the counts of back-offs.
+
+    ``n_backoffs`` counts halvings; ``n_halved_steps``, kept by the loop, the
+    iterations in which some block's step was halved at least once.
+    """
 
     def __init__(self, kind):
         self.kind = kind
         self.moments = {}
         self.n_backoffs = 0
+        self.n_halved_steps = 0
 
     def step(self, name, q, estimate, rho, iteration):
         """The next distribution of block ``name`` after a step of size ``rho`` along ``estimate``.

@@ -1,65 +1,29 @@
-"""Black-box VI: the public functions :func:`fit` and :func:`gradient`, which validate and explain."""
+"""Black-box VI: the public functions :func:`fit`, :func:`resume` and :func:`gradient`, which validate and explain."""
 
+import copy
 import numbers
-import time
+
 import numpy as np
 
 from ...expfam import DiagonalGaussian, ExponentialFamily, Gaussian
 from ...expfam.checks import check_integer
 from . import _estimators
+from ._gradient import GradientEstimate, estimate
 from ._joint import SINGLE_BLOCK, LogJoint
-from ._steps import STEPS, Stepper
+from ._run import RunState, run
+from ._steps import STEPS
 from .result import BBVIResult
 
 ESTIMATORS = ("score", "reparam")
 REPARAMETERISABLE = (Gaussian, DiagonalGaussian)
 DEFAULT_LEARNING_RATE = {"natural": 0.1, "sgd": 0.01, "adam": 0.05}
 
-
-class GradientEstimate:
-    """One Monte Carlo estimate of the ELBO gradient for every block, from ``S`` shared draws.
-
-    Attributes
-    ----------
-    posterior : dict
-        Block name -> the ``q`` the estimate is taken at.
-    euclidean : dict
-        Block name -> ``grad_lambda ELBO``, flattened, shape ``batch + (P,)``
-        (:func:`efvi.expfam.flatten` order; :func:`efvi.expfam.unflatten` gives the tuple).
-    natural : dict
-        Block name -> ``grad_mu ELBO = F(lambda)^{-1} grad_lambda ELBO``, the
-        natural gradient, flattened likewise.
-    variance, natural_variance : dict
-        Block name -> the trace of the covariance of :attr:`euclidean` (of
-        :attr:`natural`), ``sum_d Var_s(c_sd) / S`` from the per-draw terms ``c_s``.
-    elbo : float
-        ``mean_s [log p(z_s) - log q(z_s)]``, the Monte Carlo ELBO of the same draws.
-    """
-
-    def __init__(self, posterior, euclidean, natural, variance, natural_variance, elbo):
-        self.posterior = posterior
-        self.euclidean = euclidean
-        self.natural = natural
-        self.variance = variance
-        self.natural_variance = natural_variance
-        self.elbo = float(elbo)
-
-
-def gradient(log_joint, q, estimator="score", control_variate=None, n_samples=10, seed=None, vectorized=False):
-    """Estimate the ELBO gradient at ``q`` once (what every iteration of :func:`fit` does).
-
-    Parameters are those of :func:`fit` (``q`` plays the role of ``init``).
-
-    Returns
-    -------
-    GradientEstimate
-    """
-    joint, posterior, options = _check(log_joint, q, estimator, control_variate, n_samples, vectorized)
-    return _estimate(joint, posterior, options, _rng(seed))
+__all__ = ["fit", "resume", "gradient", "GradientEstimate"]
 
 
 def fit(log_joint, init, estimator="score", control_variate=None, step="natural", learning_rate=None,
-        n_iter=1000, n_samples=10, seed=None, expected_log_joint=None, vectorized=False):
+        n_iter=1000, n_samples=10, seed=None, expected_log_joint=None, vectorized=False, tol=1e-4, window=100,
+        warn=True):
     """Maximise the ELBO of a mean-field exponential-family ``q`` with stochastic gradients.
 
     .. math:: \\mathcal L(q) = E_q[\\log p(z)] + \\sum_b H[q_b], \\qquad q(z) = \\prod_b q_b(z_b).
@@ -71,13 +35,13 @@ def fit(log_joint, init, estimator="score", control_variate=None, step="natural"
         ``autograd.numpy`` (reparameterisation differentiates it).  A callable
         takes the draws ``z`` -- a dict block name -> array when ``init`` is a
         dict, the bare array when ``init`` is one distribution -- and returns a
-        scalar.  A list of terms ``(blocks, log_density)``, ``blocks`` a name or
-        tuple of names, is the log joint as a sum; each ``log_density`` gets the
-        draws of its blocks only, and block ``b``'s gradient uses only the terms
-        that name it (Rao-Blackwellisation across mean-field blocks).
+        real scalar.  A list of terms ``(blocks, log_density)``, ``blocks`` a
+        name or tuple of names, is the log joint as a sum; each ``log_density``
+        gets the draws of its blocks only, and block ``b``'s gradient uses only
+        the terms that name it (Rao-Blackwellisation across mean-field blocks).
     init : ExponentialFamily or dict of str -> ExponentialFamily
         The initial ``q`` of each block; any registered family.  Draws have
-        shape ``batch + event`` of that object.
+        shape ``batch + event`` of that object.  (To continue a fit, see :func:`resume`.)
     estimator : {"score", "reparam"}
         Score function (any family) or reparameterisation (Gaussian and
         DiagonalGaussian blocks only).
@@ -92,97 +56,142 @@ def fit(log_joint, init, estimator="score", control_variate=None, step="natural"
         from 0) for a Robbins-Monro schedule.  Default 0.1 (natural), 0.01 (sgd),
         0.05 (adam).
     n_iter : int
-        Iterations (there is no stopping rule: the estimates are noisy).
+        The most iterations (steps) to take, ``>= 1``.
     n_samples : int
         Draws per iteration, ``S >= 2`` (``>= 3`` for ``"optimal"``).
     seed : int or numpy.random.Generator, optional
     expected_log_joint : callable, optional
         ``expected_log_joint(q) -> float``, the exact ``E_q[log p(x, z)]`` for
-        ``q`` shaped like ``init``; gives :attr:`BBVIResult.exact_elbo_trace`.
+        ``q`` shaped like ``init``; gives :attr:`BBVIResult.exact_elbo_trace`,
+        and the stopping rule then uses the exact ELBO.
     vectorized : bool
         Whether ``log_joint`` (each term) takes all ``S`` draws at once (arrays with
-        a leading sample axis) and returns shape ``(S,)``.
+        a leading sample axis) and returns shape ``(S,)``.  Much faster,
+        above all with ``estimator="reparam"``, which then differentiates one
+        call instead of ``S``.
+    tol : float
+        The stopping rule (:mod:`efvi.inference.bbvi._stopping`): every
+        ``window`` iterations, stop when the mean ELBO of the last ``window``
+        iterations differs from that of the window before by at most
+        ``tol * max(1, |ELBO|)`` plus two standard errors of the difference
+        (the Monte Carlo error; zero for the exact ELBO).  ``tol=0`` stops
+        only on a change within the Monte Carlo error.
+    window : int
+        Iterations per window of the stopping rule, ``>= 1``.
+    warn : bool
+        Emit :class:`efvi.inference.ConvergenceWarning` when the fit did not converge.
 
     Returns
     -------
     BBVIResult
+        With ``converged`` and ``message``.  It is not converged when
+        ``n_iter`` ran out first, or when more than half the steps had to be
+        halved to keep ``q`` valid (the learning rate is too large).
 
     Raises
     ------
     ValueError
         Naming the argument, what it must be and what was received: an unknown
         option, a family that cannot be reparameterised, a log joint that
-        returns a non-scalar, NaN or infinity (or reads a block its term does
-        not declare), an ``expected_log_joint`` that is not a finite scalar.
+        returns a complex number, a non-number (a string), a non-scalar, NaN
+        or infinity (or reads a block its term does not declare), one that
+        autograd cannot differentiate (with ``estimator="reparam"``), an
+        ``expected_log_joint`` that is not a finite scalar.
+    efvi.inference.DivergenceError
+        When the negative Monte Carlo ELBO or the norm of the posterior's mean
+        parameters grows by orders of magnitude within 100 iterations (the rule of
+        :mod:`efvi.inference.divergence`, shared by every stochastic optimiser).
+
+    Warns
+    -----
+    efvi.inference.ConvergenceWarning
+        When the result is not converged (``warn=True``); ``message`` says why.
     """
     joint, posterior, options = _check(log_joint, init, estimator, control_variate, n_samples, vectorized)
     if step not in STEPS:
         raise ValueError(f"step must be one of {', '.join(map(repr, STEPS))}; got {step!r}")
-    schedule = _check_learning_rate(DEFAULT_LEARNING_RATE[step] if learning_rate is None else learning_rate)
-    n_iter = check_integer(n_iter, "n_iter", minimum=0)
-    if expected_log_joint is not None and not callable(expected_log_joint):
-        raise ValueError(f"expected_log_joint must be callable or None; got {type(expected_log_joint).__name__}")
-    rng = _rng(seed)
-    options["step"] = step
-
-    stepper = Stepper(step)
-    elbo, exact, variance = [], [], {name: [] for name in posterior}
-    start = time.perf_counter()
-    for iteration in range(n_iter):
-        estimate = _estimate(joint, posterior, options, rng)
-        elbo.append(estimate.elbo)
-        if expected_log_joint is not None:
-            exact.append(_exact_elbo(expected_log_joint, posterior, joint.single))
-        for name in posterior:
-            variance[name].append((estimate.natural_variance if step == "natural" else estimate.variance)[name])
-        rho = schedule(iteration)
-        posterior = {name: stepper.step(name, q, estimate, rho, iteration) for name, q in posterior.items()}
-    elbo.append(_monte_carlo_elbo(joint, posterior, options["n_samples"], rng))
-    if expected_log_joint is not None:
-        exact.append(_exact_elbo(expected_log_joint, posterior, joint.single))
-    total = time.perf_counter() - start
-    return BBVIResult(posterior, elbo, exact if expected_log_joint is not None else None, variance,
-                      stepper.n_backoffs, {"total": total, "per_iteration": total / max(n_iter, 1)}, options)
+    learning_rate = DEFAULT_LEARNING_RATE[step] if learning_rate is None else learning_rate
+    schedule = _check_learning_rate(learning_rate)
+    n_iter = check_integer(n_iter, "n_iter", minimum=1)
+    _check_expected(expected_log_joint)
+    options.update(step=step, learning_rate=None if callable(learning_rate) else float(learning_rate),
+                   tol=_check_tol(tol), window=check_integer(window, "window", minimum=1),
+                   vectorized=bool(vectorized), single=joint.single)
+    state = RunState(posterior, _rng(seed), step, exact=expected_log_joint is not None)
+    converged, message = run(joint, state, options, schedule, expected_log_joint, n_iter, _check_warn(warn))
+    return BBVIResult(state, options, converged, message)
 
 
-# ---------------------------------------------------------------------- computation
-def _estimate(joint, posterior, options, rng):
-    n_samples = options["n_samples"]
-    draws = {name: q.sample(rng, n_samples) for name, q in posterior.items()}
-    values = joint.values(draws, n_samples)                               # (K, S)
-    log_q = sum(np.asarray(q.logpdf(draws[name])).reshape(n_samples, -1).sum(axis=1)
-                for name, q in posterior.items())
-    elbo = float(np.mean(values.sum(axis=0) - log_q))
-    estimate = GradientEstimate(dict(posterior), {}, {}, {}, {}, elbo)
-    for name, q in posterior.items():
-        family = type(q)
-        if options["estimator"] == "score":
-            log_p = values[joint.terms_of(name)].sum(axis=0)
-            euclidean, _ = _estimators.score_terms(q, draws[name], log_p, options["control_variate"])
-            natural = _estimators.natural_from_euclidean(family, q.natural, euclidean)
-        else:
-            natural = _estimators.reparameterisation_terms(q, draws[name], joint.block_gradient(draws, name, n_samples))
-            euclidean = _estimators.euclidean_from_natural(family, q.natural, natural)
-        estimate.euclidean[name], estimate.natural[name] = euclidean.mean(axis=0), natural.mean(axis=0)
-        estimate.variance[name] = _estimators.trace_variance(euclidean)
-        estimate.natural_variance[name] = _estimators.trace_variance(natural)
-    return estimate
+def resume(result, log_joint, n_iter, learning_rate=None, expected_log_joint=None, warn=True):
+    """Continue a fit for up to ``n_iter`` more iterations, exactly as if it had never stopped.
+
+    A fit of ``2n`` iterations equals, to the last bit, a fit of ``n`` that is
+    saved (:meth:`BBVIResult.save`), loaded (:meth:`BBVIResult.load`) and
+    resumed for ``n`` more with the same log joint and learning rate.
+
+    Parameters
+    ----------
+    result : BBVIResult
+        A fit, or one loaded from a file; it is not changed.
+    log_joint : callable or list of (blocks, callable)
+        The log joint of the fit (code is never saved), in the same form: a
+        callable again, or terms again.
+    n_iter : int
+        The most further iterations, ``>= 1``.
+    learning_rate : float or callable, optional
+        Default: the fit's, when it was a number.  A schedule (a callable)
+        cannot be saved: pass it again; it receives the iteration counted from
+        the start of the first fit.
+    expected_log_joint : callable, optional
+        Needed exactly when the fit had one (its exact ELBO trace continues).
+    warn : bool
+
+    Returns
+    -------
+    BBVIResult
+        A new result: the traces of ``result`` followed by the new iterations.
+    """
+    if not isinstance(result, BBVIResult):
+        raise ValueError(f"result must be a BBVIResult (from bbvi.fit or BBVIResult.load); got "
+                         f"{type(result).__name__}")
+    options = dict(result.options)
+    init = result.posterior[SINGLE_BLOCK] if options["single"] else result.posterior
+    joint, posterior, checked = _check(log_joint, init, options["estimator"],
+                                       None if options["estimator"] == "reparam" else options["control_variate"],
+                                       options["n_samples"], options["vectorized"])
+    if checked["rao_blackwellised"] != options["rao_blackwellised"]:
+        raise ValueError(f"log_joint must be given as {'terms' if options['rao_blackwellised'] else 'a callable'}, "
+                         f"as in the fit being resumed; got {'terms' if checked['rao_blackwellised'] else 'a callable'}")
+    if learning_rate is None:
+        if options["learning_rate"] is None:
+            raise ValueError("learning_rate must be given: the fit being resumed used a schedule (a callable), "
+                             "which a result does not keep; pass the same schedule again")
+        learning_rate = options["learning_rate"]
+    schedule = _check_learning_rate(learning_rate)
+    options["learning_rate"] = None if callable(learning_rate) else float(learning_rate)
+    n_iter = check_integer(n_iter, "n_iter", minimum=1)
+    _check_expected(expected_log_joint)
+    had_exact = result.exact_elbo_trace is not None
+    if had_exact != (expected_log_joint is not None):
+        raise ValueError(f"expected_log_joint must be {'given' if had_exact else 'None'} to resume this fit, which "
+                         f"{'has' if had_exact else 'has no'} exact ELBO trace; got "
+                         f"{'None' if expected_log_joint is None else 'a callable'}")
+    state = copy.deepcopy(result.state)
+    converged, message = run(joint, state, options, schedule, expected_log_joint, n_iter, _check_warn(warn))
+    return BBVIResult(state, options, converged, message)
 
 
-def _monte_carlo_elbo(joint, posterior, n_samples, rng):
-    draws = {name: q.sample(rng, n_samples) for name, q in posterior.items()}
-    log_q = sum(np.asarray(q.logpdf(draws[name])).reshape(n_samples, -1).sum(axis=1)
-                for name, q in posterior.items())
-    return float(np.mean(joint.values(draws, n_samples).sum(axis=0) - log_q))
+def gradient(log_joint, q, estimator="score", control_variate=None, n_samples=10, seed=None, vectorized=False):
+    """Estimate the ELBO gradient at ``q`` once (what every iteration of :func:`fit` does).
 
+    Parameters are those of :func:`fit` (``q`` plays the role of ``init``).
 
-def _exact_elbo(expected_log_joint, posterior, single):
-    value = expected_log_joint(posterior[SINGLE_BLOCK] if single else dict(posterior))
-    value = np.asarray(value, dtype=float)
-    if value.shape != () or not np.isfinite(value):
-        raise ValueError(f"expected_log_joint(q) must return a finite scalar; got "
-                         f"{'shape ' + str(value.shape) if value.shape != () else value}")
-    return float(value) + float(sum(np.sum(q.entropy()) for q in posterior.values()))
+    Returns
+    -------
+    GradientEstimate
+    """
+    joint, posterior, options = _check(log_joint, q, estimator, control_variate, n_samples, vectorized)
+    return estimate(joint, posterior, options, _rng(seed))
 
 
 # ---------------------------------------------------------------------- validation
@@ -264,6 +273,23 @@ def _check_learning_rate(learning_rate):
             or not np.isfinite(learning_rate) or learning_rate <= 0):
         raise ValueError(f"learning_rate must be a finite float > 0 or a callable; got {learning_rate!r}")
     return lambda iteration: float(learning_rate)
+
+
+def _check_expected(expected_log_joint):
+    if expected_log_joint is not None and not callable(expected_log_joint):
+        raise ValueError(f"expected_log_joint must be callable or None; got {type(expected_log_joint).__name__}")
+
+
+def _check_tol(tol):
+    if not isinstance(tol, numbers.Real) or isinstance(tol, bool) or not np.isfinite(tol) or tol < 0:
+        raise ValueError(f"tol must be a finite float >= 0; got {tol!r}")
+    return float(tol)
+
+
+def _check_warn(warn):
+    if not isinstance(warn, (bool, np.bool_)):
+        raise ValueError(f"warn must be True or False; got {warn!r}")
+    return bool(warn)
 
 
 def _rng(seed):

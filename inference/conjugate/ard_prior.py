@@ -62,6 +62,12 @@ class ARDPrior(SummedSitesFactor):
     Jacobi sweep of the mean-field equations), which can lower the ELBO and
     swing for ever on correlated features; fit those with the default adaptive
     step, which checks every step against the ELBO.
+
+    For that regression model with ``Gaussian`` weights,
+    :func:`efvi.inference.conjugate.ard_regression.ard_regression` reaches the
+    same posterior by a direct solve with MacKay's re-estimation of the
+    precisions, in about a tenth of the time of ``Model.fit`` on the diabetes
+    data.
     """
 
     conjugate = True

@@ -12,9 +12,12 @@ model's parameter vector:
 
 and, for comparison, :class:`BayesByBackprop` (Blundell et al., 2015) and the
 point estimates :class:`Adam` and :class:`RMSprop`.  Models are duck-typed
-(see :mod:`._base` for the protocol).
+(see :mod:`._base` for the protocol).  A run whose loss or parameters
+explode stops with :class:`efvi.inference.DivergenceError` (one rule for
+every optimiser, :mod:`efvi.inference.divergence`).
 """
 
+from ..divergence import DivergenceError  # noqa: F401  (documented in efvi.inference)
 from ._base import NonFiniteGradientError
 from .adam import Adam
 from .bbb import BayesByBackprop

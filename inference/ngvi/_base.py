@@ -19,6 +19,8 @@ import numpy as np
 from ...expfam import DiagonalGaussian
 from ...expfam.checks import check_integer
 
+from ..divergence import DivergenceRule
+from . import _state_rules as rules
 from ._kernels import PRECISION_BIT, perturb, standard_normal
 
 _PROTOCOL = ("n_params", "init_params", "log_lik_and_grads", "predictive", "validate")
@@ -156,6 +158,9 @@ class Optimizer:
     curvature = None
     #: whether ``_propose`` checks its own proposal (a compiled update reports NaN, inf and bad precisions)
     _checks_proposal = False
+    #: attribute -> rule that :meth:`check_state` applies (:mod:`._state_rules`); subclasses extend it
+    state_rules = {"n_data": rules.count(1), "lr": rules.real(0.0), "ess": rules.real(0.0),
+                   "mc_samples": rules.count(1), "seed": rules.count(0), "n_steps": rules.count(0)}
 
     def __init__(self, model, n_data, *, prior_precision, lr, ess, mc_samples, seed, prior_mean=0.0):
         self.model = check_model(model)
@@ -172,6 +177,32 @@ class Optimizer:
         self._rng = np.random.default_rng(train_seed)
         self._sample_rng = np.random.default_rng(sample_seed)
         self.n_steps = 0
+        self.divergence = DivergenceRule(name=type(self).__name__)
+
+    def check_state(self):
+        """Check every attribute as the constructor and :meth:`step` keep them: for a state restored from a file.
+
+        A loaded estimator sets the optimiser's attributes from its file and
+        calls this: hyperparameters in their ranges, counters non-negative
+        (and no larger than the steps allow), arrays finite and of the
+        network's size, curvatures that give a positive posterior precision.
+
+        Raises
+        ------
+        ValueError
+            Naming the first attribute that is out of range, and its value.
+        """
+        if self.n_params != self.model.n_params:
+            raise ValueError(f"n_params must be the network's number of parameters {self.model.n_params}; "
+                             f"got {self.n_params!r}")
+        check_prior_vector(self.prior_precision, "prior_precision", self.n_params, positive=True)
+        check_prior_vector(self.prior_mean, "prior_mean", self.n_params, positive=False)
+        for name, rule in self.state_rules.items():
+            rule(getattr(self, name), name, self)
+        self._check_state_invariants()
+
+    def _check_state_invariants(self):
+        """Subclasses check what involves several attributes (a positive posterior precision)."""
 
     @property
     def delta(self):
@@ -235,6 +266,10 @@ class Optimizer:
             For invalid data or a batch larger than ``n_data``.
         NonFiniteGradientError
             When the model's outputs are not finite; the state is left unchanged.
+        efvi.inference.DivergenceError
+            When the loss or the parameters' norm grew by orders of magnitude within
+            the last steps (:class:`efvi.inference.divergence.DivergenceRule`, held in
+            ``self.divergence``); the diverging step is not applied.
         """
         X_batch, y_batch = self.model.validate(X_batch, y_batch)
         batch_size = len(y_batch)
@@ -249,6 +284,9 @@ class Optimizer:
                 if not np.all(np.isfinite(value)):
                     _raise_not_finite(name, step)
             self._check_precision(new_state, step)
+        location = new_state.get("mean", new_state.get("params"))
+        norm = None if location is None else float(np.linalg.norm(location))
+        self.divergence(step, loss=nll, norm=norm)
         for name, value in new_state.items():
             setattr(self, name, value)
         self.n_steps = step
@@ -343,6 +381,9 @@ class DiagonalOptimizer(Optimizer):
         Coordinates so far whose precision update took the positivity-preserving rule.
     """
 
+    state_rules = {**Optimizer.state_rules, "mean": rules.array(), "hess": rules.array(), "momentum": rules.array(),
+                   "n_corrected_": rules.count(per_step=lambda optimizer: optimizer.n_params)}
+
     def __init__(self, model, n_data, *, prior_precision, lr, ess, mc_samples, seed, hess_init, prior_mean=0.0):
         super().__init__(model, n_data, prior_precision=prior_precision, lr=lr, ess=ess,
                          mc_samples=mc_samples, seed=seed, prior_mean=prior_mean)
@@ -366,6 +407,13 @@ class DiagonalOptimizer(Optimizer):
     def posterior(self):
         """The mean-field Gaussian posterior, an :class:`efvi.expfam.DiagonalGaussian`."""
         return DiagonalGaussian.from_mean_var(self.mean, 1.0 / self.precision)
+
+    def _check_state_invariants(self):
+        precision = self.ess * self.hess + self.prior_precision
+        if not np.all(precision > 0):
+            i = int(np.flatnonzero(~(precision > 0))[0])
+            raise ValueError(f"hess must give positive posterior precisions ess * hess + prior_precision; entry {i} "
+                             f"(hess {float(self.hess[i])!r}) gives {float(precision[i])!r}")
 
     def _check_precision(self, state, step):
         hess = state.get("hess", self.hess)

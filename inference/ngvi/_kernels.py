@@ -39,6 +39,8 @@ import numpy as np
 
 from ...expfam.numba_cache import cache_enabled
 
+from . import _formulas
+
 _NUMBA_OPTIONS = dict(nopython=True, cache=cache_enabled(os.path.dirname(__file__)), nogil=True, fastmath=False,
                       error_model="numpy")
 
@@ -46,14 +48,14 @@ PRECISION_BIT = 8
 """Status bit of a non-positive proposed precision."""
 
 
-@numba.jit(inline="always", **_NUMBA_OPTIONS)
-def corrected_precision(hess, hess_estimate, rho, delta):
-    """The positivity-preserving curvature update of one parameter (Lin et al., 2020; Shen et al., 2024).
-
-    ``h + rho G + rho^2 G^2 / (2 (h + delta))`` with ``G = hess_estimate - h``.
-    """
-    gap = hess_estimate - hess
-    return hess + rho * gap + 0.5 * rho ** 2 * gap ** 2 / (hess + delta)
+corrected_precision = numba.jit(inline="always", **_NUMBA_OPTIONS)(_formulas.corrected_precision)
+_hess_estimate = numba.jit(inline="always", **_NUMBA_OPTIONS)(_formulas.ivon_hess_estimate)
+_moving_average = numba.jit(inline="always", **_NUMBA_OPTIONS)(_formulas.moving_average)
+_ivon_direction = numba.jit(inline="always", **_NUMBA_OPTIONS)(_formulas.ivon_direction)
+_ivon_step_size = numba.jit(inline="always", **_NUMBA_OPTIONS)(_formulas.ivon_step_size)
+_prior_gradient = numba.jit(inline="always", **_NUMBA_OPTIONS)(_formulas.prior_gradient)
+_curvature_average = numba.jit(inline="always", **_NUMBA_OPTIONS)(_formulas.curvature_average)
+_scaled_step = numba.jit(inline="always", **_NUMBA_OPTIONS)(_formulas.scaled_step)
 
 
 @numba.jit(inline="always", **_NUMBA_OPTIONS)
@@ -73,9 +75,9 @@ def _store(i, mean, hess, momentum, precision, out_mean, out_hess, out_momentum)
 
 
 @numba.jit(inline="always", **_NUMBA_OPTIONS)
-def _sizes(prior_precision, prior_mean, grads):
-    """Index strides (0 for one number, 1 for one per parameter) of the prior's arrays, and S."""
-    return (1 if prior_precision.size > 1 else 0), (1 if prior_mean.size > 1 else 0), grads.shape[0]
+def _strides(prior_precision, prior_mean):
+    """Index strides (0 for one number, 1 for one per parameter) of the prior's arrays."""
+    return (1 if prior_precision.size > 1 else 0), (1 if prior_mean.size > 1 else 0)
 
 
 @numba.jit(inline="always", **_NUMBA_OPTIONS)
@@ -121,6 +123,22 @@ def standard_normal(rng, out, n_fresh):
             out[s, i] = -out[s - n_fresh, i]
 
 
+@numba.jit(inline="always", **_NUMBA_OPTIONS)
+def posterior_std(hess, ess, prior_precision, std):
+    """Write ``1 / sqrt(ess * hess + prior_precision)`` (prior of length 1 or P) into ``std`` (P,)."""
+    stride = 1 if prior_precision.size > 1 else 0
+    for i in range(hess.size):
+        std[i] = 1.0 / sqrt(ess * hess[i] + prior_precision[i * stride])
+
+
+@numba.jit(**_NUMBA_OPTIONS)
+def sample_in_place(mean, noise, std, saved):
+    """Copy ``mean`` into ``saved``, then overwrite it with the weight sample ``mean + noise * std`` (all (P,))."""
+    for i in range(mean.size):
+        saved[i] = mean[i]
+        mean[i] = mean[i] + noise[i] * std[i]
+
+
 @numba.jit(**_NUMBA_OPTIONS)
 def perturb(rng, mean, hess, ess, prior_precision, n_fresh, noise, params, std):
     """Weight samples of the posterior ``N(mean, 1 / (ess hess + prior_precision))``.
@@ -138,9 +156,7 @@ def perturb(rng, mean, hess, ess, prior_precision, n_fresh, noise, params, std):
     std : ndarray (P,)
         Written: ``1 / sqrt(ess * hess + prior_precision)``.
     """
-    stride = 1 if prior_precision.size > 1 else 0
-    for i in range(mean.size):
-        std[i] = 1.0 / sqrt(ess * hess[i] + prior_precision[i * stride])
+    posterior_std(hess, ess, prior_precision, std)
     standard_normal(rng, noise, n_fresh)
     for s in range(noise.shape[0]):
         for i in range(mean.size):
@@ -169,19 +185,31 @@ def ivon_update(grads, noise, std, mean, hess, momentum, ess, prior_precision, p
     out_mean, out_hess, out_momentum : ndarray (P,)
         Written: the proposed state.
     """
-    p_stride, m_stride, n_samples = _sizes(prior_precision, prior_mean, grads)
     grad_sums = _row_sums(grads, out_momentum)
     grad_noise_sums = _row_product_sums(grads, noise, out_hess)
+    return ivon_update_from_sums(grad_sums, grad_noise_sums, grads.shape[0], std, mean, hess, momentum, ess,
+                                 prior_precision, prior_mean, beta1, rho, bias1, lr, hess_init, rescale_lr,
+                                 clip_radius, out_mean, out_hess, out_momentum)
+
+
+@numba.jit(inline="always", **_NUMBA_OPTIONS)
+def ivon_update_from_sums(grad_sums, grad_noise_sums, n_samples, std, mean, hess, momentum, ess, prior_precision,
+                          prior_mean, beta1, rho, bias1, lr, hess_init, rescale_lr, clip_radius, out_mean, out_hess,
+                          out_momentum):
+    """:func:`ivon_update` from the Monte Carlo sums (P,) of the gradients and of gradient times noise.
+
+    The sums may alias ``out_momentum`` and ``out_hess`` (each entry is read before it is written).
+    """
+    p_stride, m_stride = _strides(prior_precision, prior_mean)
     status = 0
     for i in range(mean.size):
         delta = prior_precision[i * p_stride] / ess
-        # Stein's lemma: E[g eps] = sigma E[diag H], so g eps / sigma is unbiased for the expected Hessian
-        hess_estimate = grad_noise_sums[i] / n_samples / std[i]
-        new_momentum = beta1 * momentum[i] + (1.0 - beta1) * (grad_sums[i] / n_samples)
+        hess_estimate = _hess_estimate(grad_noise_sums[i], n_samples, std[i])
+        new_momentum = _moving_average(momentum[i], grad_sums[i] / n_samples, beta1)
         new_hess = corrected_precision(hess[i], hess_estimate, rho, delta)
-        direction = (new_momentum / bias1 + delta * (mean[i] - prior_mean[i * m_stride])) / (new_hess + delta)
+        direction = _ivon_direction(new_momentum, bias1, delta, mean[i], prior_mean[i * m_stride], new_hess)
         direction = min(max(direction, -clip_radius), clip_radius)
-        new_mean = mean[i] - (lr * (hess_init + delta) if rescale_lr else lr) * direction
+        new_mean = mean[i] - _ivon_step_size(lr, hess_init, delta, rescale_lr) * direction
         status |= _store(i, new_mean, new_hess, new_momentum, ess * new_hess + prior_precision[i * p_stride],
                          out_mean, out_hess, out_momentum)
     return status
@@ -207,21 +235,29 @@ def vogn_update(grads, curv, mean, hess, momentum, ess, prior_precision, prior_m
     out_mean, out_hess, out_momentum : ndarray (P,)
         Written: the proposed state.
     """
-    p_stride, m_stride, n_samples = _sizes(prior_precision, prior_mean, grads)
     grad_sums = _row_sums(grads, out_momentum)
     curv_sums = _row_sums(curv, out_hess)
+    return vogn_update_from_sums(grad_sums, curv_sums, grads.shape[0], mean, hess, momentum, ess, prior_precision,
+                                 prior_mean, beta1, rho, bias1, lr, out_mean, out_hess, out_momentum)
+
+
+@numba.jit(inline="always", **_NUMBA_OPTIONS)
+def vogn_update_from_sums(grad_sums, curv_sums, n_samples, mean, hess, momentum, ess, prior_precision, prior_mean,
+                          beta1, rho, bias1, lr, out_mean, out_hess, out_momentum):
+    """:func:`vogn_update` from the Monte Carlo sums (P,) of the gradients and curvatures (may alias the outputs)."""
+    p_stride, m_stride = _strides(prior_precision, prior_mean)
     status = 0
     n_corrected = 0
     for i in range(mean.size):
         delta = prior_precision[i * p_stride] / ess
         hess_estimate = curv_sums[i] / n_samples
-        new_hess = (1.0 - rho) * hess[i] + rho * hess_estimate
+        new_hess = _curvature_average(hess[i], hess_estimate, rho)
         if not new_hess + delta > 0.0:
             new_hess = corrected_precision(hess[i], hess_estimate, rho, delta)
             n_corrected += 1
-        new_momentum = beta1 * momentum[i] + (1.0 - beta1) * (
-            grad_sums[i] / n_samples + delta * (mean[i] - prior_mean[i * m_stride]))
-        new_mean = mean[i] - lr * new_momentum / bias1 / (new_hess + delta)
+        new_momentum = _moving_average(momentum[i], _prior_gradient(grad_sums[i] / n_samples, delta, mean[i],
+                                                                    prior_mean[i * m_stride]), beta1)
+        new_mean = _scaled_step(mean[i], lr, new_momentum, bias1, new_hess + delta)
         status |= _store(i, new_mean, new_hess, new_momentum, ess * new_hess + prior_precision[i * p_stride],
                          out_mean, out_hess, out_momentum)
     return status, n_corrected
@@ -244,16 +280,25 @@ def vadam_update(grads, mean, hess, momentum, ess, prior_precision, prior_mean, 
     out_mean, out_hess, out_momentum : ndarray (P,)
         Written: the proposed state.
     """
-    p_stride, m_stride, n_samples = _sizes(prior_precision, prior_mean, grads)
     grad_sums = _row_sums(grads, out_momentum)
     squared_sums = _row_product_sums(grads, grads, out_hess)
+    return vadam_update_from_sums(grad_sums, squared_sums, grads.shape[0], mean, hess, momentum, ess,
+                                  prior_precision, prior_mean, beta1, beta2, bias1, bias2, lr, out_mean, out_hess,
+                                  out_momentum)
+
+
+@numba.jit(inline="always", **_NUMBA_OPTIONS)
+def vadam_update_from_sums(grad_sums, squared_sums, n_samples, mean, hess, momentum, ess, prior_precision,
+                           prior_mean, beta1, beta2, bias1, bias2, lr, out_mean, out_hess, out_momentum):
+    """:func:`vadam_update` from the Monte Carlo sums (P,) of the gradients and their squares (may alias the outputs)."""
+    p_stride, m_stride = _strides(prior_precision, prior_mean)
     status = 0
     for i in range(mean.size):
         delta = prior_precision[i * p_stride] / ess
-        new_momentum = beta1 * momentum[i] + (1.0 - beta1) * (
-            grad_sums[i] / n_samples + delta * (mean[i] - prior_mean[i * m_stride]))
-        new_hess = beta2 * hess[i] + (1.0 - beta2) * (squared_sums[i] / n_samples)
-        new_mean = mean[i] - lr * new_momentum / bias1 / (sqrt(new_hess / bias2) + delta)
+        new_momentum = _moving_average(momentum[i], _prior_gradient(grad_sums[i] / n_samples, delta, mean[i],
+                                                                    prior_mean[i * m_stride]), beta1)
+        new_hess = _moving_average(hess[i], squared_sums[i] / n_samples, beta2)
+        new_mean = _scaled_step(mean[i], lr, new_momentum, bias1, sqrt(new_hess / bias2) + delta)
         status |= _store(i, new_mean, new_hess, new_momentum, ess * new_hess + prior_precision[i * p_stride],
                          out_mean, out_hess, out_momentum)
     return status
@@ -275,15 +320,24 @@ def vprop_update(grads, mean, hess, ess, prior_precision, prior_mean, beta, lr, 
     out_mean, out_hess : ndarray (P,)
         Written: the proposed state.
     """
-    p_stride, m_stride, n_samples = _sizes(prior_precision, prior_mean, grads)
     grad_sums = _row_sums(grads, out_mean)
     squared_sums = _row_product_sums(grads, grads, out_hess)
+    return vprop_update_from_sums(grad_sums, squared_sums, grads.shape[0], mean, hess, ess, prior_precision,
+                                  prior_mean, beta, lr, square_root, out_mean, out_hess)
+
+
+@numba.jit(inline="always", **_NUMBA_OPTIONS)
+def vprop_update_from_sums(grad_sums, squared_sums, n_samples, mean, hess, ess, prior_precision, prior_mean, beta,
+                           lr, square_root, out_mean, out_hess):
+    """:func:`vprop_update` from the Monte Carlo sums (P,) of the gradients and their squares (may alias the outputs)."""
+    p_stride, m_stride = _strides(prior_precision, prior_mean)
     status = 0
     for i in range(mean.size):
         delta = prior_precision[i * p_stride] / ess
-        new_hess = beta * hess[i] + (1.0 - beta) * (squared_sums[i] / n_samples)
+        new_hess = _moving_average(hess[i], squared_sums[i] / n_samples, beta)
         scale = (sqrt(new_hess) if square_root else new_hess) + delta
-        new_mean = mean[i] - lr * (grad_sums[i] / n_samples + delta * (mean[i] - prior_mean[i * m_stride])) / scale
+        new_mean = _scaled_step(mean[i], lr, _prior_gradient(grad_sums[i] / n_samples, delta, mean[i],
+                                                             prior_mean[i * m_stride]), 1.0, scale)
         out_mean[i] = new_mean
         out_hess[i] = new_hess
         status |= _status(new_mean, new_hess, 0.0, ess * new_hess + prior_precision[i * p_stride])

@@ -3,6 +3,7 @@
 import numpy as np
 
 from ._base import Optimizer
+from . import _state_rules as rules
 
 
 class PointOptimizer(Optimizer):
@@ -14,6 +15,8 @@ class PointOptimizer(Optimizer):
     ----------
     params : ndarray (P,)
     """
+
+    state_rules = {**Optimizer.state_rules, "params": rules.array()}
 
     def __init__(self, model, n_data, *, prior_precision, lr, ess, seed, prior_mean=0.0):
         super().__init__(model, n_data, prior_precision=prior_precision, lr=lr, ess=ess, mc_samples=1, seed=seed,

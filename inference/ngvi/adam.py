@@ -2,6 +2,7 @@
 
 from .._adam import adam_update
 from ._base import check_betas, check_real
+from . import _state_rules as rules
 from ._point import PointOptimizer
 
 
@@ -25,6 +26,9 @@ class Adam(PointOptimizer):
     prior_mean : float or ndarray (P,)
         Prior mean (default 0; a vector also sets the starting mean, see :class:`Optimizer`).
     """
+
+    state_rules = {**PointOptimizer.state_rules, "betas": rules.unit_pair, "eps": rules.real(0.0),
+                   "first": rules.array(), "second": rules.array(low=0.0)}
 
     def __init__(self, model, n_data, *, prior_precision=1.0, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, seed=0,
                  ess=None, prior_mean=0.0):

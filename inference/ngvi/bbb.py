@@ -21,6 +21,7 @@ from ...expfam import DiagonalGaussian
 
 from .._adam import adam_update
 from ._base import Optimizer, check_betas, check_real
+from . import _state_rules as rules
 
 
 def _softplus(x):
@@ -58,6 +59,9 @@ class BayesByBackprop(Optimizer):
     mean, raw_std : ndarray (P,)
         ``m`` and ``r``, with ``sigma = softplus(r)``.
     """
+
+    state_rules = {**Optimizer.state_rules, "betas": rules.unit_pair, "eps": rules.real(0.0), "mean": rules.array(),
+                   "raw_std": rules.array(), "first": rules.array(2), "second": rules.array(2, low=0.0)}
 
     def __init__(self, model, n_data, *, prior_precision=1.0, lr=1e-2, betas=(0.9, 0.999), init_std=None,
                  mc_samples=1, seed=0, ess=None, prior_mean=0.0, eps=1e-8):

@@ -21,6 +21,7 @@ and the mean step may be clipped elementwise to ``clip_radius``.
 import numpy as np
 
 from ._base import DiagonalOptimizer, as_vector, check_betas, check_real
+from . import _state_rules as rules
 from ._kernels import ivon_update
 
 
@@ -50,6 +51,10 @@ class IVON(DiagonalOptimizer):
     clip_radius : float
         Elementwise bound of the mean step's preconditioned direction (inf: none).
     """
+
+    state_rules = {**DiagonalOptimizer.state_rules, "betas": rules.unit_pair,
+                   "hess_init": rules.real(0.0, low_open=False), "rescale_lr": rules.boolean,
+                   "clip_radius": rules.real(0.0, allow_inf=True)}
 
     def __init__(self, model, n_data, *, prior_precision=1.0, lr=0.1, betas=(0.9, 0.99999), hess_init=1.0,
                  mc_samples=1, seed=0, ess=None, prior_mean=0.0, rescale_lr=True, clip_radius=np.inf):

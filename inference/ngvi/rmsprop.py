@@ -7,6 +7,7 @@
 import numpy as np
 
 from ._base import check_real
+from . import _state_rules as rules
 from ._point import PointOptimizer
 
 
@@ -27,6 +28,9 @@ class RMSprop(PointOptimizer):
     prior_mean : float or ndarray (P,)
         Prior mean (default 0; a vector also sets the starting mean, see :class:`Optimizer`).
     """
+
+    state_rules = {**PointOptimizer.state_rules, "beta": rules.unit_real, "eps": rules.real(0.0),
+                   "second": rules.array(low=0.0)}
 
     def __init__(self, model, n_data, *, prior_precision=1.0, lr=1e-3, beta=0.999, eps=1e-8, seed=0, ess=None,
                  prior_mean=0.0):

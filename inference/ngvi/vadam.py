@@ -20,6 +20,7 @@ natural gradient's (the approximation the paper makes to stay close to Adam).
 import numpy as np
 
 from ._base import DiagonalOptimizer, as_vector, check_betas
+from . import _state_rules as rules
 from ._kernels import vadam_update
 
 
@@ -42,6 +43,8 @@ class Vadam(DiagonalOptimizer):
     prior_mean : float or ndarray (P,)
         Prior mean (default 0; a vector also sets the starting mean, see :class:`Optimizer`).
     """
+
+    state_rules = {**DiagonalOptimizer.state_rules, "betas": rules.unit_pair}
 
     def __init__(self, model, n_data, *, prior_precision=1.0, lr=1e-3, betas=(0.9, 0.999), hess_init=0.0,
                  mc_samples=1, seed=0, ess=None, prior_mean=0.0):

@@ -24,9 +24,12 @@ import numpy as np
 from ...expfam import Gaussian
 
 from ._base import Optimizer, check_betas, check_real
+from . import _state_rules as rules
 from ._step import full_precision_update
 
 _CURVATURES = ("hessian", "gauss_newton_full")
+SYMMETRY_RTOL = 1e-10
+"""How far from symmetric a restored ``hess`` may be, relative to its largest entry (rounding only)."""
 
 
 class VAN(Optimizer):
@@ -60,6 +63,10 @@ class VAN(Optimizer):
         Steps that took the positivity-preserving rule.
     """
 
+    state_rules = {**Optimizer.state_rules, "betas": rules.unit_pair, "curvature": rules.choice(*_CURVATURES),
+                   "antithetic": rules.boolean, "mean": rules.array(), "hess": rules.array(ndim=2),
+                   "momentum": rules.array(), "n_corrected_": rules.count(per_step=lambda optimizer: 1)}
+
     def __init__(self, model, n_data, *, prior_precision=1.0, lr=0.1, betas=(0.0, 0.9), hess_init=0.0,
                  mc_samples=1, seed=0, ess=None, prior_mean=0.0, curvature="hessian", antithetic=False):
         if curvature not in _CURVATURES:
@@ -89,6 +96,16 @@ class VAN(Optimizer):
     def _delta_matrix(self):
         """``diag(delta)``, shape (P, P): the prior precision per example as a matrix."""
         return np.diag(np.broadcast_to(self.delta, (self.n_params,)))
+
+    def _check_state_invariants(self):
+        scale = np.max(np.abs(self.hess))
+        if not np.all(np.abs(self.hess - self.hess.T) <= SYMMETRY_RTOL * scale):
+            raise ValueError(f"hess must be symmetric (to {SYMMETRY_RTOL:g} of its largest entry); it is off by "
+                             f"{float(np.max(np.abs(self.hess - self.hess.T))):.3g}")
+        try:
+            np.linalg.cholesky(self.precision)
+        except np.linalg.LinAlgError:
+            raise ValueError("hess must give a positive definite posterior precision ess * (hess + delta I)") from None
 
     def _check_precision(self, state, step):
         try:

@@ -25,6 +25,7 @@ positivity-preserving rule of Lin et al. (2020) on those coordinates.
 import numpy as np
 
 from ._base import DiagonalOptimizer, as_vector, check_betas
+from . import _state_rules as rules
 from ._kernels import vogn_update
 
 _CURVATURES = ("squared_gradients", "gauss_newton", "hessian")
@@ -54,6 +55,9 @@ class VOGN(DiagonalOptimizer):
         Draw the weight samples in pairs ``m +- sigma eps`` (``mc_samples`` even); the
         Monte Carlo averages are then exact for a quadratic log-likelihood.
     """
+
+    state_rules = {**DiagonalOptimizer.state_rules, "betas": rules.unit_pair,
+                   "curvature": rules.choice(*_CURVATURES), "antithetic": rules.boolean}
 
     def __init__(self, model, n_data, *, prior_precision=1.0, lr=1e-3, betas=(0.0, 0.999), hess_init=1.0,
                  mc_samples=1, seed=0, ess=None, prior_mean=0.0, curvature="squared_gradients", antithetic=False):

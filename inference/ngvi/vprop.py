@@ -17,6 +17,7 @@ Khan and Nielsen (2018), eqs. 16-17, with ``hat g^2`` in place of the Hessian.
 import numpy as np
 
 from ._base import DiagonalOptimizer, as_vector, check_real
+from . import _state_rules as rules
 from ._kernels import vprop_update
 
 
@@ -41,6 +42,8 @@ class Vprop(DiagonalOptimizer):
     sqrt : bool
         Divide by ``sqrt(s) + delta`` (authors' code) instead of ``s + delta`` (poster).
     """
+
+    state_rules = {**DiagonalOptimizer.state_rules, "beta": rules.unit_real, "sqrt": rules.boolean}
 
     def __init__(self, model, n_data, *, prior_precision=1.0, lr=1e-3, beta=0.999, hess_init=0.0,
                  mc_samples=1, seed=0, ess=None, prior_mean=0.0, sqrt=False):

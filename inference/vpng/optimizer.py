@@ -20,6 +20,8 @@ plain RMSprop: the baseline of their Fig. 2.
 import numpy as np
 
 from ...expfam.checks import as_float
+from ..divergence import DivergenceRule
+from ..ngvi._base import NonFiniteGradientError
 from ._checks import check_real
 
 
@@ -63,6 +65,7 @@ class VPNG:
         self.epsilon = check_real(epsilon, "epsilon", low=0.0, expected="a positive finite float")
         self.square_avg_ = None
         self.n_steps_ = 0
+        self.divergence = DivergenceRule(name="the VPNG optimiser")
 
     def natural_direction(self, gradient, fisher=None):
         r""":math:`(F + \mu I)^{-1} g` in the layout of ``gradient`` (``g`` itself when ``fisher`` is None)."""
@@ -82,8 +85,26 @@ class VPNG:
             out = [np.linalg.solve(matrix + self.damping * np.eye(matrix.shape[0]), grads[0])]
         return out[0] if single else out
 
-    def step(self, params, gradient, fisher=None):
-        """One ascent step; returns the new parameters (same layout) and updates the RMSprop state."""
+    def step(self, params, gradient, fisher=None, loss=None):
+        """One ascent step; returns the new parameters (same layout) and updates the RMSprop state.
+
+        Parameters
+        ----------
+        params, gradient : ndarray or list of ndarray
+        fisher : see the class notes
+        loss : float, optional
+            The objective's current value to minimise (e.g. the negative ELBO), watched by
+            the divergence rule beside the parameters' norm.
+
+        Raises
+        ------
+        efvi.inference.ngvi.NonFiniteGradientError
+            When the direction or the new parameters are not finite.
+        efvi.inference.DivergenceError
+            When the parameters' norm (or ``loss``) grew by orders of magnitude within the
+            last 100 steps (:mod:`efvi.inference.divergence`).  Either way the state is
+            left as it was.
+        """
         single = not isinstance(params, (list, tuple))
         params_list = [as_float(p, "params") for p in ([params] if single else params)]
         direction = self.natural_direction(gradient, fisher)
@@ -91,11 +112,17 @@ class VPNG:
         if len(directions) != len(params_list) or any(d.shape != p.shape for d, p in zip(directions, params_list)):
             raise ValueError(f"gradient must match params in layout; got shapes {[d.shape for d in directions]} "
                              f"for params of shapes {[p.shape for p in params_list]}")
-        if self.square_avg_ is None:
-            self.square_avg_ = [np.zeros_like(p) for p in params_list]
-        new_params = []
-        for k, (p, d) in enumerate(zip(params_list, directions)):
-            self.square_avg_[k] = self.decay * self.square_avg_[k] + (1.0 - self.decay) * d ** 2
-            new_params.append(p + self.learning_rate * d / (np.sqrt(self.square_avg_[k]) + self.epsilon))
-        self.n_steps_ += 1
+        averages = self.square_avg_ or [np.zeros_like(p) for p in params_list]
+        new_averages, new_params = [], []
+        with np.errstate(over="ignore", invalid="ignore"):          # an overflow is refused by name below
+            for average, p, d in zip(averages, params_list, directions):
+                new_averages.append(self.decay * average + (1.0 - self.decay) * d ** 2)
+                new_params.append(p + self.learning_rate * d / (np.sqrt(new_averages[-1]) + self.epsilon))
+        step = self.n_steps_ + 1
+        if not all(np.all(np.isfinite(p)) for p in new_params + new_averages):
+            raise NonFiniteGradientError(f"step {step}: the natural-gradient direction or the new parameters are "
+                                         f"not finite; the optimiser's state was left unchanged", step)
+        self.divergence(step, loss=None if loss is None else float(loss),
+                        norm=float(np.sqrt(sum(np.sum(p ** 2) for p in new_params))))
+        self.square_avg_, self.n_steps_ = new_averages, step
         return new_params[0] if single else new_params

@@ -18,7 +18,7 @@ from ...inference import Marginals, Model
 
 from .. import likelihoods
 from .._estimator import (BaseEstimator, ClassifierMixin, RegressorMixin, binary_targets, check_fitted, check_X,
-                          check_X_y, check_sample_weight, fit_options, set_fit_results)
+                          check_X_y, check_fit_results, check_sample_weight, fit_options, set_fit_results)
 from .._estimator_file import expect_array, expect_number
 from .factor import GLM
 from .predict import predict_latent
@@ -77,12 +77,15 @@ class _GLMEstimator(BaseEstimator):
             prior = DiagonalGaussian.from_mean_var(np.zeros(dim), np.full(dim, var))
         model = Model(latents={"w": prior}, factors=[GLM(self._likelihood(), design, y, on="w", weights=sample_weight)])
         fit = model.fit(step=self.step, batch_size=self.batch_size, seed=self.seed, **fit_options(self))
-        q = set_fit_results(self, fit, "w").posterior_
-        mean = np.asarray(q.mean)
-        self.intercept_ = float(mean[0]) if self.fit_intercept else 0.0
-        self.coef_ = mean[1:] if self.fit_intercept else mean
-        self.coef_cov_ = np.asarray(q.cov) if self.covariance == "full" else np.diag(q.var)
+        self.intercept_, self.coef_, self.coef_cov_ = self._weights_summary(set_fit_results(self, fit, "w").posterior_)
         return self
+
+    def _weights_summary(self, q):
+        """``(intercept_, coef_, coef_cov_)`` of the weight posterior ``q``."""
+        mean = np.asarray(q.mean)
+        intercept = float(mean[0]) if self.fit_intercept else 0.0
+        return intercept, mean[1:] if self.fit_intercept else mean, \
+            np.asarray(q.cov) if self.covariance == "full" else np.diag(q.var)
 
     def _check_fitted_state(self):
         super()._check_fitted_state()
@@ -93,6 +96,10 @@ class _GLMEstimator(BaseEstimator):
         expect_array(self, "coef_", (self.n_features_in_,))
         expect_array(self, "coef_cov_", (dim, dim))
         expect_number(self, "intercept_")
+        check_fit_results(self)
+        for name, value in zip(("intercept_", "coef_", "coef_cov_"), self._weights_summary(self.posterior_)):
+            if not np.array_equal(getattr(self, name), value):
+                raise ValueError(f"{name} must be what the weight posterior (posterior_) gives")
 
     def predict_latent(self, X):
         """Posterior mean and variance of ``a = x^T w`` at new inputs, each shape (M,)."""

@@ -52,3 +52,8 @@ class GLM(GaussianSiteFactor):
         super().__init__(likelihood, y, on, projection=Rows(self.X), weights=weights)
         if self.y.shape[0] != self.X.shape[0]:
             raise ValueError(f"y must have one entry per row of X ({self.X.shape[0]}); got {self.y.shape[0]}")
+
+    def blas_flops(self):
+        """``N D^2``: the weights' precision ``X^T diag(w) X`` of the full-covariance update."""
+        n, d = self.X.shape
+        return float(n) * d * d

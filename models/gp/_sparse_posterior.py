@@ -12,6 +12,7 @@ from scipy.linalg import cho_solve, lapack, solve_triangular
 from ...expfam import Gaussian
 from ...inference import InvalidPosterior
 
+from .._joint_draws import JointDraws, stacked_gaussian_draws
 from ..glm._linalg import gram_and_projection, marginals, precision_inverse
 from ..projection import PointValues
 from ._sparse_features import features
@@ -19,7 +20,7 @@ from .kernels._validation import as_inputs
 from .prior import kernel_layout
 
 
-class SparseGPPosterior:
+class SparseGPPosterior(JointDraws):
     """Posterior of a sparse GP block: ``q(v) = N(v_mean, v_cov)`` and the marginals of ``f`` at the data.
 
     Attributes
@@ -125,6 +126,11 @@ class SparseGPPosterior:
             cov = block.kernel(X_new) - phi @ phi.T + whitened.T @ whitened
             return mean, 0.5 * (cov + cov.T)
         return mean, np.maximum(d + np.einsum("mp,mp->p", whitened, whitened), 0.0)
+
+    def _draws(self, rng, n, inputs):
+        """Joint draws from the covariance over the block's inputs and ``inputs`` (:class:`JointDraws`;
+        ``O(N^2)`` memory, ``O(N^3)`` time)."""
+        return stacked_gaussian_draws(self, self._block.X, rng, n, inputs)
 
     def predictive_state(self):
         """What a fit file keeps so that a loaded fit predicts: ``("sparse_gp", spec, arrays)``, or None."""

@@ -34,7 +34,9 @@ import warnings
 import numpy as np
 
 from ...inference import ConvergenceWarning, Model
+from ...inference.blas_threads import blas_threads_for
 from ...inference.lbfgs import describe, minimise
+from ...inference.progress import close_progress_bar, progress_bar
 from .. import likelihoods
 from ..observe import Observe
 from .sparse import SparseGP
@@ -174,25 +176,31 @@ def fit_collapsed(kernel, X, y, inducing, learn_inducing, noise_variance, noise_
         (relative) counts as converged: L-BFGS-B's ``ftol`` of ``1e-3 tol`` can be
         below the round-off of a bound summed over ``N`` points.
     """
-    objective = CollapsedBound(kernel, X, y, inducing, learn_inducing, noise_floor, fit_options)
+    m = float(len(inducing))
+    with blas_threads_for(len(X) * m * m + m ** 3):
+        return _fit_collapsed(CollapsedBound(kernel, X, y, inducing, learn_inducing, noise_floor, fit_options),
+                              noise_variance, fit_options, hyper_max_iter, progress)
+
+
+def _fit_collapsed(objective, noise_variance, fit_options, hyper_max_iter, progress):
     start = objective.start(noise_variance)
     tol, objective.budget = float(fit_options["tol"]), max(int(fit_options["max_iter"]), 1)
-    if progress:
-        from tqdm.auto import tqdm
-
-        objective.bar = tqdm(total=objective.budget, desc="efvi sparse GP regression", leave=False)
+    objective.bar = progress_bar(progress, objective.budget, "efvi sparse GP regression")
+    outcome = "failed"
     try:
         objective(start)
         _, converged, message = minimise(objective, start, tol, hyper_max_iter, lambda: objective.bounds)
+        outcome = "converged" if converged else "not converged"
     except BudgetSpent:
         converged, message = False, (f"the fit stopped at max_iter={objective.budget} evaluations of the "
                                      f"collapsed bound before {describe(tol)} converged")
+        outcome = f"stopped at max_iter={objective.budget}, not converged"
     finally:
-        if objective.bar is not None:
-            objective.bar.close()
+        close_progress_bar(objective.bar, outcome)
+        objective.bar = None
     objective.budget = None
     objective(objective.best[0])             # the fit at the best values: the last evaluation, or one more
     fit, learned, variance = objective.last[3:]
     if message:
-        warnings.warn(message, ConvergenceWarning, stacklevel=3)
+        warnings.warn(message, ConvergenceWarning, stacklevel=4)
     return SparseRegression(fit, learned, variance, np.asarray(objective.bounds), converged, message)

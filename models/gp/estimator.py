@@ -52,7 +52,7 @@ from ...inference import Model
 
 from .. import likelihoods
 from .._estimator import (BaseEstimator, ClassifierMixin, RegressorMixin, binary_targets, check_fitted, check_X,
-                          check_X_y, fit_options, set_fit_results)
+                          check_X_y, check_counts, check_fit_results, fit_options, set_fit_results)
 from .._estimator_file import expect_array, expect_number
 from ..observe import Observe
 from ._sparse_regression import fit_collapsed
@@ -147,6 +147,11 @@ class _GPEstimator(BaseEstimator):
                              f"{'None' if self.inducing is None else 'given'} say; got {self.posterior_!r}")
         if self._sparse():
             expect_array(self, "inducing_", (self.posterior_.inducing_inputs.shape[0], self.n_features_in_))
+        self._check_results()
+
+    def _check_results(self):
+        """The restored counters and ELBO trace against the fit (:func:`check_fit_results`)."""
+        check_fit_results(self)
 
 
 class GPRegressor(RegressorMixin, _GPEstimator):
@@ -264,6 +269,16 @@ class GPRegressor(RegressorMixin, _GPEstimator):
         expect_number(self, "noise_variance_", positive=True)
         if self._white_noise():
             expect_number(self, "white_variance_", positive=True)
+
+    def _check_results(self):
+        if not (self._sparse() and self._learns_noise()):
+            return super()._check_results()
+        # the collapsed bound's search: n_iter_ and lower_bounds_ count and trace its evaluations
+        check_counts(self, n_iter_minimum=1)
+        bounds = expect_array(self, "lower_bounds_", (self.n_iter_,))
+        if not np.all(np.isfinite(bounds)) or self.elbo_ != float(self.fit_result_.elbo):
+            raise ValueError(f"lower_bounds_ must be finite and elbo_ the fit's {float(self.fit_result_.elbo)!r}; "
+                             f"got elbo_ = {self.elbo_!r}")
 
     def predict_latent(self, X):
         """Posterior mean and variance of the noise-free function at new inputs, each shape (M,)."""

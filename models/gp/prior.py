@@ -27,6 +27,7 @@ from ...inference import Block
 from ...inference.result import register_rebuilder
 
 from .._hyper import KernelHyperparameters
+from .._joint_draws import JointDraws, stacked_gaussian_draws
 from ..sites import site_divergence
 
 from . import kernels
@@ -35,7 +36,7 @@ from .kernels._validation import as_inputs
 from .solver import site_posterior
 
 
-class GPPosterior:
+class GPPosterior(JointDraws):
     """Posterior of a GP block at its inputs.
 
     Attributes
@@ -90,6 +91,11 @@ class GPPosterior:
         var = kernel.diag(X_new) - self._solved.predictive_var_reduction(cross)
         return mean, np.maximum(var, 0.0)
 
+    def _draws(self, rng, n, inputs):
+        """Joint draws from the covariance over the block's inputs and ``inputs`` (:class:`JointDraws`;
+        ``O(N^2)`` memory, ``O(N^3)`` time)."""
+        return stacked_gaussian_draws(self, self._prior.X, rng, n, inputs)
+
     def predictive_state(self):
         """What a fit file keeps so that a loaded fit predicts: ``("gp", spec, arrays)``, or None.
 
@@ -138,6 +144,16 @@ class GP(KernelHyperparameters, Block):
         self.hyper_max_iter = check_integer(hyper_max_iter, "hyper_max_iter", minimum=1)
         self._set_kernel(kernel)
         self.n_points = self.X.shape[0]
+
+    def __repr__(self):
+        """``GP(kernel=RBF(lengthscale=1.0, variance=1.0), X=<40 inputs of dimension 1>, mean=0.0)``."""
+        options = ", learn_hyperparameters=True" if self.learns_hyperparameters else ""
+        return (f"GP(kernel={self.kernel!r}, X=<{self.X.shape[0]} inputs of dimension {self.X.shape[1]}>, "
+                f"mean={self.mean_value!r}{options})")
+
+    def blas_flops(self):
+        """``N^3``: the Cholesky factorisation and solves of the ``N x N`` posterior."""
+        return float(self.n_points) ** 3
 
     def _set_kernel(self, kernel):
         self.kernel = kernel

@@ -45,7 +45,7 @@ import numpy as np
 from scipy.linalg import solve_triangular
 
 from ...expfam import Gaussian
-from ...expfam.checks import as_float, check_integer
+from ...expfam.checks import SYMMETRY_RTOL, as_float, check_integer, is_symmetric
 from ...inference import Block
 from ...inference.result import register_rebuilder
 
@@ -141,6 +141,13 @@ class SparseGP(Block):
             max_feature_bytes, "max_feature_bytes", minimum=0)
         self._set(kernel, self.Z)
 
+    def __repr__(self):
+        """``SparseGP(kernel=RBF(...), X=<500 inputs of dimension 1>, inducing=<20 inputs>, mean=0.0)``."""
+        options = "".join(f", {name}=True" for name, on in (("learn_hyperparameters", self.learn_kernel),
+                                                             ("learn_inducing", self.learn_inducing)) if on)
+        return (f"SparseGP(kernel={self.kernel!r}, X=<{self.X.shape[0]} inputs of dimension {self.X.shape[1]}>, "
+                f"inducing=<{self.Z.shape[0]} inputs>, mean={self.mean_value!r}{options})")
+
     def _set(self, kernel, Z, trial=False):
         self.kernel, self.Z = kernel, Z
         self.inducing_chol = inducing_cholesky(kernel, Z, self.jitter)
@@ -197,6 +204,11 @@ class SparseGP(Block):
         return built
 
     # ------------------------------------------------------------------ block protocol
+    def blas_flops(self):
+        """``N M^2``: the features' cross products (``M`` inducing inputs) and the ``M x M`` solves."""
+        m = float(self.Z.shape[0])
+        return self.n_points * m * m + m ** 3
+
     def zero_message(self):
         m = self.n_inducing
         return (np.zeros(m), np.zeros((m, m)))
@@ -320,7 +332,11 @@ def _rebuild_sparse_gp(spec, array, name):
     kernel = saved_kernel(spec, array)
     block = SparseGP(kernel, array("X"), array("Z"), mean=float(array("mean")), jitter=float(array("jitter")))
     block.name = name
-    return block.posterior((array("message/0"), array("message/1")))
+    precision = array("message/1")
+    if not np.all(is_symmetric(precision)):
+        raise ValueError(f"message/1 (Phi^T diag(pi) Phi) must be symmetric to {SYMMETRY_RTOL:g} of its largest "
+                         f"entry; it is off by {float(np.max(np.abs(precision - precision.T))):.3g}")
+    return block.posterior((array("message/0"), precision))
 
 
 register_rebuilder("sparse_gp", _rebuild_sparse_gp)

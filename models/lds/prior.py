@@ -41,8 +41,6 @@ gradient takes about 650 bytes per step; an evaluation takes about the time
 of a stored block's (0.8 to 1.1 times at ``T = 1e6 .. 2e6``).
 """
 
-import threading
-
 import numpy as np
 
 from ...expfam import Gaussian
@@ -51,14 +49,17 @@ from ...inference import Block, InvalidPosterior
 from ...inference.result import register_rebuilder
 
 from .._hyper import KernelHyperparameters
+from .._joint_draws import JointDraws
 from ..gp.kernels import Kernel
 from ..gp.kernels._compiled_statespace import discretise, discretise_into
 from ..gp.prior import kernel_layout, saved_kernel
 from ..sites import site_divergence, site_kl
 from .fisher_identity import log_normaliser_grad, log_normaliser_grad_in_segments
+from .sampling import backward_draws
 from ._times import times_as_float
 from .smoother import (
-    STATUS_OK, Workspace, _run_smoother, _validate_prior, _validate_sites_in_segments, check_process_cov, segment_of,
+    STATUS_OK, PerThreadScratch, Workspace, _run_smoother, _validate_prior, _validate_sites_in_segments,
+    check_process_cov, segment_of,
 )
 
 LOW_MEMORY_STEPS = 2 ** 24
@@ -68,7 +69,7 @@ SEGMENT_STEPS = 2 ** 16
 """Time steps per segment of a low-memory block's passes."""
 
 
-class StateSpacePosterior:
+class StateSpacePosterior(JointDraws):
     """Posterior of a state-space block.
 
     Attributes
@@ -134,11 +135,23 @@ class StateSpacePosterior:
             steps ``>= 0`` for an LDS), or an LDS forecast with time-varying
             matrices.
         """
-        merged, joint, position = self._prior._merged(self, inputs)
+        merged, joint, position, _ = self._prior._merged(self, inputs)
         mean = joint.mean[position]
         if not full_cov:
             return mean, np.maximum(joint.var[position], 0.0)
         return mean, _chain_cov(merged.smoother(joint.natural_mean, joint.precision), merged.H, position)
+
+    def _draws(self, rng, n, inputs):
+        """Joint draws by forward filtering, backward sampling (:class:`JointDraws`, :mod:`.sampling`): ``O(T)``
+        per draw, no ``T x T`` matrix; with ``inputs`` the new points join the block's own with empty sites
+        (as in :meth:`predict`) and one pass draws all of them."""
+        if inputs is not None:
+            _, joint, position, own = self._prior._merged(self, inputs)
+            draws = joint._draws(rng, n, None)
+            return draws[:, own], draws[:, position]
+        prior = self._prior
+        return backward_draws(self.natural_mean, self.precision, prior.H, prior._transitions(), prior.m0, prior.P0,
+                              n, rng, workspace=prior._workspace)
 
     def predictive_state(self):
         """What a fit file keeps so that a loaded fit predicts (the prior's parts and the summed sites), or None."""
@@ -216,7 +229,8 @@ class StateSpacePrior(Block):
         return site_kl(q.natural_mean, q.precision, q.mean, q.var, q.log_normaliser)
 
     def _merged(self, q, inputs):
-        """A block over its own points and the new ones, its posterior with empty new sites, and their positions."""
+        """A block over its own points and the new ones, its posterior with empty new sites, the positions of the
+        new points in it and those of the block's own points."""
         raise NotImplementedError
 
     def _predictive_state(self, q):
@@ -265,6 +279,11 @@ class LDS(StateSpacePrior):
             raise ValueError(f"transition, process_cov and init_cov must give a valid prior; got one whose "
                              f"{self._overflow_message(prior_step)}")
 
+    def __repr__(self):
+        """``LDS(n_steps=100, state_dim=2)`` (and ``low_memory=True`` when it smooths in segments)."""
+        extra = ", low_memory=True" if self.low_memory else ""
+        return f"LDS(n_steps={self.n_points}, state_dim={self.state_dim}{extra})"
+
     def _merged(self, q, inputs):
         steps = np.asarray(inputs)
         if steps.dtype.kind not in "iu" or steps.ndim != 1 or steps.size == 0 or np.any(steps < 0):
@@ -273,8 +292,9 @@ class LDS(StateSpacePrior):
                              f"{inputs!r}"[:300])
         steps = steps.astype(np.int64)
         end = int(steps.max()) + 1
+        own_steps = np.arange(self.n_points)
         if end <= self.n_points:
-            return self, q, steps
+            return self, q, steps, own_steps
         future, own = [], []
         for name, stack in (("transition", self.A), ("process_cov", self.Q), ("obs_row", self.H)):
             stack = np.broadcast_to(stack, (self.n_points,) + stack.shape[1:])        # a constant is stored once
@@ -290,7 +310,7 @@ class LDS(StateSpacePrior):
         extended.name = self.name
         gamma, pi = np.zeros(end), np.zeros(end)
         gamma[: self.n_points], pi[: self.n_points] = q.natural_mean, q.precision
-        return extended, extended.posterior((gamma, pi)), steps
+        return extended, extended.posterior((gamma, pi)), steps, own_steps
 
     def _predictive_state(self, q):
         A, Q, H = (np.broadcast_to(a, (self.n_points,) + a.shape[1:]) for a in (self.A, self.Q, self.H))
@@ -344,6 +364,22 @@ class MarkovGP(KernelHyperparameters, StateSpacePrior):
         self.hyper_max_iter = check_integer(hyper_max_iter, "hyper_max_iter", minimum=1)
         self._set_kernel(kernel)
 
+    def __repr__(self):
+        """The kernel, the times (how many, from when to when), the state dimension and the options set.
+
+        ``MarkovGP(kernel=Matern32(lengthscale=1.0, variance=1.0), t=<50 times from 0.0 to 10.0>, state_dim=2)``;
+        datetimes read ``t=<365 times from 0.0 to 364.0 days after 2020-01-01>``.
+        """
+        origin = ""
+        if self.t_origin is not None:
+            day = self.t_origin.astype("datetime64[D]")
+            origin = f" days after {np.datetime_as_string(self.t_origin, unit='D' if day == self.t_origin else 's')}"
+        first, last = (float(f"{float(t):.6g}") for t in (self.t[0], self.t[-1]))
+        times = f"<{self.t.shape[0]} times from {first!r} to {last!r}{origin}>"
+        options = "".join(f", {name}=True" for name, on in (("learn_hyperparameters", self.learns_hyperparameters),
+                                                             ("low_memory", self.low_memory)) if on)
+        return f"MarkovGP(kernel={self.kernel!r}, t={times}, state_dim={self.state_dim}{options})"
+
     @property
     def dt(self):
         """The gaps between consecutive times, shape (T,), ``dt[0] = 0`` (computed on access)."""
@@ -381,7 +417,7 @@ class MarkovGP(KernelHyperparameters, StateSpacePrior):
         joint = merged.posterior((gamma[order], pi[order]))
         position = np.empty_like(order)
         position[order] = np.arange(order.shape[0])
-        return merged, joint, position[self.n_points:]
+        return merged, joint, position[self.n_points:], position[: self.n_points]
 
     def _predictive_state(self, q):
         if self.t_origin is not None:
@@ -441,7 +477,7 @@ def _low_memory(low_memory, n_steps):
     return bool(low_memory)
 
 
-class _SegmentMatrices:
+class _SegmentMatrices(PerThreadScratch):
     """``(start, stop) -> (A, Q)``: a kernel's discretisation over the gaps of steps ``start..stop-1`` of the
     times ``t`` (the gap of step 0 is 0), the same values as the whole series' (each step's matrices depend on
     its gap alone).
@@ -453,8 +489,8 @@ class _SegmentMatrices:
     """
 
     def __init__(self, kernel, t, Pinf):
+        super().__init__()
         self.kernel, self.t, self.Pinf = kernel, t, Pinf
-        self._local = threading.local()
 
     def _arrays(self, n):
         arrays = getattr(self._local, "arrays", None)

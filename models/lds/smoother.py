@@ -269,7 +269,26 @@ def _check_status(status, step, return_status):
     raise RuntimeError(f"unknown kernel status {status}")
 
 
-class Workspace:
+class PerThreadScratch:
+    """Base of objects that keep scratch arrays per thread in ``self._local``: they pickle without them.
+
+    A ``threading.local`` cannot be pickled, and its arrays are scratch, so a
+    pickled copy (``pickle``, ``joblib``, ``multiprocessing``) starts with
+    none and allocates them on first use.
+    """
+
+    def __init__(self):
+        self._local = threading.local()
+
+    def __getstate__(self):
+        return {key: value for key, value in self.__dict__.items() if key != "_local"}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._local = threading.local()
+
+
+class Workspace(PerThreadScratch):
     """Scratch arrays of the compiled passes, reused by successive passes of one problem size.
 
     A state-space block smooths a new set of sites every CVI iteration.
@@ -286,8 +305,8 @@ class Workspace:
     """
 
     def __init__(self, segment_steps=None):
+        super().__init__()
         self.segment_steps = segment_steps
-        self._local = threading.local()
 
     def arrays(self, T, d):
         """``(gains, offsets, cond_covs, checkpoints)`` for ``T`` steps of size ``d`` (see :func:`_new_scratch`)."""

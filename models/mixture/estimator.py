@@ -27,10 +27,26 @@ from ...expfam import Categorical, Dirichlet, NormalWishart
 from ...expfam.checks import check_integer, check_positive
 from ...inference import CategoricalDirichlet, GaussianMixture, Model
 
-from .._estimator import BaseEstimator, DensityMixin, check_fitted, check_X, fit_options
+from .._estimator import BaseEstimator, DensityMixin, check_counts, check_fitted, check_X, fit_options
 from .._estimator_file import expect_array
 
 _LOG_2PI = np.log(2.0 * np.pi)
+
+DERIVED = {"weights_": "weight_concentration_ / weight_concentration_.sum()",
+           "precisions_": "degrees_of_freedom_ * scale_, the expected precisions",
+           "covariances_": "the inverses of precisions_"}
+"""How the fitted attributes that repeat the posterior are derived from it (checked when a file is loaded)."""
+
+
+def _posterior_attributes(concentration, components):
+    """The fitted attributes that describe the posterior: Dirichlet ``concentration`` (K,), NormalWishart components."""
+    concentration = np.asarray(concentration, dtype=float)
+    precisions = np.asarray(components.expected_precision, dtype=float)
+    return {"weight_concentration_": concentration, "weights_": concentration / concentration.sum(),
+            "means_": np.asarray(components.mean, dtype=float), "mean_precision_": np.asarray(components.beta, float),
+            "degrees_of_freedom_": np.asarray(components.df, dtype=float),
+            "scale_": np.asarray(components.scale, dtype=float), "precisions_": precisions,
+            "covariances_": np.linalg.inv(precisions)}
 
 
 class BayesianGaussianMixture(DensityMixin, BaseEstimator):
@@ -169,14 +185,8 @@ class BayesianGaussianMixture(DensityMixin, BaseEstimator):
 
     def _set_posterior(self, concentration, components):
         # arrays only (no family objects), so that a fitted estimator pickles and copies
-        self.weight_concentration_ = np.asarray(concentration, dtype=float)
-        self.weights_ = self.weight_concentration_ / self.weight_concentration_.sum()
-        self.means_ = np.asarray(components.mean, dtype=float)
-        self.mean_precision_ = np.asarray(components.beta, dtype=float)
-        self.degrees_of_freedom_ = np.asarray(components.df, dtype=float)
-        self.scale_ = np.asarray(components.scale, dtype=float)
-        self.precisions_ = np.asarray(components.expected_precision, dtype=float)
-        self.covariances_ = np.linalg.inv(self.precisions_)
+        for name, value in _posterior_attributes(concentration, components).items():
+            setattr(self, name, value)
 
     def _check_fitted_state(self):
         super()._check_fitted_state()
@@ -186,7 +196,20 @@ class BayesianGaussianMixture(DensityMixin, BaseEstimator):
         expect_array(self, "means_", (k, dim))
         for name in ("precisions_", "covariances_", "scale_"):
             expect_array(self, name, (k, dim, dim))
-        expect_array(self, "lower_bounds_", (None,))
+        bounds = expect_array(self, "lower_bounds_", (None,))
+        check_counts(self, n_iter_minimum=1)
+        if bounds.shape[0] < 1 or self.lower_bound_ != bounds[-1]:
+            raise ValueError(f"lower_bound_ must be the last of lower_bounds_; got {self.lower_bound_!r}")
+        if not np.all(self.weight_concentration_ > 0):
+            raise ValueError(f"weight_concentration_ must be positive (a Dirichlet's); got {self.weight_concentration_}")
+        try:        # the components' family checks beta > 0, df > D - 1 and a symmetric positive definite scale
+            components = NormalWishart(self.means_, self.mean_precision_, self.degrees_of_freedom_, self.scale_)
+        except ValueError as err:
+            raise ValueError(f"means_, mean_precision_, degrees_of_freedom_ and scale_ must describe Normal-Wishart "
+                             f"components ({err})") from None
+        for name, value in _posterior_attributes(self.weight_concentration_, components).items():
+            if not np.allclose(getattr(self, name), value, rtol=1e-12, atol=0.0):
+                raise ValueError(f"{name} must be what the components give ({DERIVED.get(name, 'their own parameters')})")
 
     def _components(self):
         check_fitted(self, "weights_")

@@ -18,7 +18,8 @@ from ...inference import ngvi
 from .. import likelihoods
 from .._estimator import (BaseEstimator, ClassifierMixin, RegressorMixin, check_labels, check_fitted,
                           check_X, check_X_y)
-from .._estimator_file import expect_array
+from .._estimator_file import expect_array, expect_number
+from ._noise import NOISE_PRIOR, mean_squared_residual, noise_posterior, rescale_likelihood_state
 from ._outputs import Softmax
 from .mlp import MLP
 
@@ -26,8 +27,14 @@ OPTIMIZERS = {"ivon": ngvi.IVON, "vogn": ngvi.VOGN, "vadam": ngvi.Vadam, "vprop"
               "bbb": ngvi.BayesByBackprop, "adam": ngvi.Adam, "rmsprop": ngvi.RMSprop}
 """The ``optimizer=`` names and the classes they select."""
 
-IVON_REGRESSION_LR = 0.03
-"""IVON's default learning rate in regression, per unit of noise variance (tested at noise variances 0.01-1)."""
+CLASSIFIER_LR = {"ivon": 0.1, "vogn": 1e-3, "vadam": 1e-3, "vprop": 1e-3, "van": 0.1, "bbb": 1e-2, "adam": 1e-3,
+                 "rmsprop": 1e-3}
+"""The classifier's default learning rate of each optimiser (``lr=None``)."""
+
+REGRESSOR_LR = {"ivon": 0.03, "vogn": 1e-3, "vadam": 1e-3, "vprop": 1e-3, "van": 0.1, "bbb": 1e-2, "adam": 1e-3,
+                "rmsprop": 1e-3}
+"""The regressor's default learning rate of each optimiser (``lr=None``); with a fixed noise IVON's is
+per unit of the standardised noise variance."""
 
 
 class _BayesianMLP(BaseEstimator):
@@ -68,8 +75,7 @@ class _BayesianMLP(BaseEstimator):
         self.network_ = MLP(self._layer_sizes(n_features, n_outputs), self.activation, likelihood=likelihood)
         options = dict(self.optimizer_options or {})
         options.setdefault("prior_precision", float(check_positive(self.prior_precision, "prior_precision")))
-        if self.lr is not None:
-            options.setdefault("lr", self.lr)
+        options.setdefault("lr", self._default_lr() if self.lr is None else self.lr)
         options.update({k: v for k, v in self._default_options().items() if k not in options})
         if self.optimizer not in ("adam", "rmsprop"):
             options.setdefault("mc_samples", self.mc_samples)
@@ -78,6 +84,12 @@ class _BayesianMLP(BaseEstimator):
     def _train(self, X, y):
         epochs = check_integer(self.epochs, "epochs", minimum=1)
         batch_size = min(check_integer(self.batch_size, "batch_size", minimum=1), X.shape[0])
+        # the network sees standardised inputs: its N(0, 1 / prior_precision) prior and the optimisers'
+        # default steps then suit features of any scale (constant features keep scale 1)
+        self.x_mean_ = X.mean(axis=0)
+        scale = X.std(axis=0)
+        self.x_scale_ = np.where(scale > 0, scale, 1.0)
+        X = (X - self.x_mean_) / self.x_scale_
         self._build(X.shape[1], X.shape[0])
         rng = np.random.default_rng(self.seed)
         losses = []
@@ -93,6 +105,7 @@ class _BayesianMLP(BaseEstimator):
                 batch = order[start:start + batch_size]
                 total += self.optimizer_.step(X[batch], y[batch]) * batch.shape[0]
             losses.append(total / X.shape[0])
+            self._end_epoch(losses[-1])
             if self.progress:
                 epochs_iter.set_postfix(loss=f"{losses[-1]:.4f}")
         self.loss_curve_ = np.array(losses)
@@ -102,6 +115,13 @@ class _BayesianMLP(BaseEstimator):
     def _default_options(self):
         """Optimiser arguments the estimator sets unless given (none by default)."""
         return {}
+
+    def _default_lr(self):
+        """The learning rate of ``lr=None``."""
+        raise NotImplementedError
+
+    def _end_epoch(self, loss):
+        """What the estimator learns between epochs from the epoch's average loss (nothing by default)."""
 
     def _output(self):
         """The network's output likelihood and number of outputs (after ``fit`` has seen the targets)."""
@@ -114,7 +134,9 @@ class _BayesianMLP(BaseEstimator):
         state = super()._fitted_state()
         if "optimizer_" in state:
             del state["network_"]
-            state["optimizer_"] = {name: value for name, value in vars(state["optimizer_"]).items() if name != "model"}
+            saved = {name: value for name, value in vars(state["optimizer_"]).items() if name != "model"}
+            saved["divergence"] = saved["divergence"].state_dict()
+            state["optimizer_"] = saved
         return state
 
     def _restore_fitted(self, state):
@@ -125,6 +147,13 @@ class _BayesianMLP(BaseEstimator):
         self._build(self.n_features_in_, saved["n_data"])
         fresh = vars(self.optimizer_)
         for name, value in saved.items():
+            if name == "divergence":
+                # the divergence rule's history, validated by the rule itself
+                try:
+                    fresh[name].load_state_dict(value)
+                except ValueError as err:
+                    raise ValueError(f"optimizer_.divergence: {err}") from None
+                continue
             if name not in fresh or not _same_kind(fresh[name], value):
                 expected = "no such attribute" if name not in fresh else f"like {_describe(fresh[name])}"
                 raise ValueError(f"optimizer_.{name} does not suit a {type(self.optimizer_).__name__} of this "
@@ -133,20 +162,34 @@ class _BayesianMLP(BaseEstimator):
         missing = sorted(set(fresh) - set(saved) - {"model"})
         if missing:
             raise ValueError(f"optimizer_ lacks the attributes {missing}")
+        try:
+            self.optimizer_.check_state()
+        except ValueError as err:
+            raise ValueError(f"optimizer_.{err}") from None
 
     def _check_fitted_state(self):
         super()._check_fitted_state()
-        expect_array(self, "loss_curve_", (None,))
+        losses = expect_array(self, "loss_curve_", (None,))
+        if isinstance(self.n_iter_, bool) or self.n_iter_ != losses.shape[0] or not np.all(np.isfinite(losses)):
+            raise ValueError(f"n_iter_ must be the number of epochs in loss_curve_ ({losses.shape[0]}) and the "
+                             f"losses finite; got n_iter_ = {self.n_iter_!r}")
+        expect_array(self, "x_mean_", (self.n_features_in_,))
+        scale = expect_array(self, "x_scale_", (self.n_features_in_,))
+        if not (np.all(np.isfinite(self.x_mean_)) and np.all(np.isfinite(scale)) and np.all(scale > 0)):
+            raise ValueError("x_mean_ must be finite and x_scale_ finite and positive (the training inputs' "
+                             "means and standard deviations)")
 
     def _predictive(self, X):
         check_fitted(self, "optimizer_")
-        X = check_X(self, X)
+        X = (check_X(self, X) - self.x_mean_) / self.x_scale_
         n_samples = check_integer(self.n_samples, "n_samples", minimum=1)
         return self.optimizer_.predict(X, n_samples=n_samples, seed=self.seed)
 
 
 class BayesianMLPClassifier(ClassifierMixin, _BayesianMLP):
     """A Bayesian multilayer-perceptron classifier trained by natural-gradient VI.
+
+    Inputs are standardised with the training means and standard deviations.
 
     Parameters
     ----------
@@ -180,7 +223,10 @@ class BayesianMLPClassifier(ClassifierMixin, _BayesianMLP):
     classes_ : ndarray, shape (n_classes,)
     n_features_in_ : int
     network_ : efvi.models.nn.MLP
+        The network, on standardised inputs ``(X - x_mean_) / x_scale_``.
     optimizer_ : the trained optimiser (its ``posterior`` is the weights' Gaussian)
+    x_mean_, x_scale_ : ndarray, shape (n_features,)
+        The training inputs' means and standard deviations (1 for a constant feature).
     loss_curve_ : ndarray, shape (epochs,)
         Average negative log-likelihood estimate of each epoch's minibatches.
     """
@@ -194,6 +240,9 @@ class BayesianMLPClassifier(ClassifierMixin, _BayesianMLP):
         if self.classes_.shape[0] < 2:
             raise ValueError(f"y must contain at least two classes; got only 1 class: {self.classes_.tolist()}")
         return self._train(X, codes.astype(float))
+
+    def _default_lr(self):
+        return CLASSIFIER_LR[self.optimizer]
 
     def _output(self):
         n_classes = self.classes_.shape[0]
@@ -212,53 +261,125 @@ class BayesianMLPClassifier(ClassifierMixin, _BayesianMLP):
 class BayesianMLPRegressor(RegressorMixin, _BayesianMLP):
     """A Bayesian multilayer-perceptron regressor trained by natural-gradient VI.
 
-    Targets are standardised with the training mean and standard deviation;
-    the Gaussian noise has variance ``noise_variance`` in those units.
+    Inputs and targets are standardised with the training means and standard
+    deviations.  The Gaussian noise is learned by default: its precision has a
+    Gamma posterior, updated after every epoch from the epoch's Monte Carlo
+    expected squared residuals by the conjugate variational-Bayes step (the
+    mean field ``q(w) q(tau)``, :mod:`efvi.models.nn._noise`), and the weights
+    see the noise variance ``1 / E[tau]``.  The optimiser's running curvature
+    and gradient averages are rescaled with each change of the noise, so the
+    weights' posterior precision follows it at once.
 
     Parameters
     ----------
-    noise_variance : float
-        Observation noise variance of the standardised targets (default 0.1).
+    noise_variance : "learn" or float
+        ``"learn"`` (default) learns the noise, starting at the variance of the
+        standardised targets (1); a positive number fixes the noise variance of
+        the standardised targets.
     lr : float, optional
-        Learning rate (default: the optimiser's own, except IVON's, which is
-        ``IVON_REGRESSION_LR * noise_variance``: the curvature of a Gaussian
-        likelihood grows like the noise precision).
-    hidden_layer_sizes, activation, optimizer, lr, epochs, batch_size, prior_precision, mc_samples,
+        Learning rate (default: the optimiser's estimator default,
+        :data:`REGRESSOR_LR`; with a fixed noise IVON's is scaled by
+        ``noise_variance``, as the curvature of a Gaussian likelihood grows like
+        the noise precision).
+    hidden_layer_sizes, activation, optimizer, epochs, batch_size, prior_precision, mc_samples,
     n_samples, seed, progress, optimizer_options :
         As :class:`BayesianMLPClassifier`.
 
     Attributes
     ----------
-    n_features_in_, network_, optimizer_, loss_curve_ :
+    n_features_in_, network_, optimizer_, loss_curve_, x_mean_, x_scale_ :
         As :class:`BayesianMLPClassifier`.
     y_mean_, y_scale_ : float
         The training targets' mean and standard deviation.
+    noise_variance_ : float
+        The noise variance in the units of ``y`` (learned, or the fixed one times ``y_scale_ ** 2``).
+    noise_shape_, noise_rate_ : float
+        With a learned noise: the Gamma posterior of the standardised targets' noise
+        precision, ``shape = a0 + n / 2`` for the prior ``NOISE_PRIOR = (a0, b0)``;
+        ``noise_variance_ = noise_rate_ / noise_shape_ * y_scale_ ** 2``.
+
+    Notes
+    -----
+    A mean-field Gaussian posterior over the weights (every optimiser but VAN)
+    is known to give too little uncertainty *between* clusters of inputs: on a
+    1-D gap between two clusters the band of a single-hidden-layer network with
+    a factorised posterior cannot be much wider than at the data (Foong et al.,
+    2019, "In-between uncertainty in Bayesian neural networks").  The band does
+    widen outside the data, and the learned noise makes its width at the data
+    the noise's, but do not read the width inside a gap as calibrated.
     """
 
     def __init__(self, hidden_layer_sizes=(64,), activation="relu", optimizer="ivon", lr=None, epochs=100,
                  batch_size=128, prior_precision=1.0, mc_samples=1, n_samples=100, seed=0, progress=False,
-                 optimizer_options=None, noise_variance=0.1):
+                 optimizer_options=None, noise_variance="learn"):
         super().__init__(hidden_layer_sizes, activation, optimizer, lr, epochs, batch_size, prior_precision,
                          mc_samples, n_samples, seed, progress, optimizer_options)
         self.noise_variance = noise_variance
+
+    def _learns_noise(self):
+        """Whether the noise is learned (``"learn"``); else the fixed variance is checked."""
+        if isinstance(self.noise_variance, str) and self.noise_variance == "learn":
+            return True
+        if isinstance(self.noise_variance, str):
+            raise ValueError(f'noise_variance must be "learn" or a positive number; got {self.noise_variance!r}')
+        check_positive(self.noise_variance, "noise_variance")
+        return False
 
     def fit(self, X, y):
         """Train on ``X`` (n, d) and real targets ``y`` (n,)."""
         self._forget_fit()
         X, y = check_X_y(self, X, y)
+        learn = self._learns_noise()
         self.y_mean_ = float(np.mean(y))
         self.y_scale_ = float(np.std(y)) if np.std(y) > 0 else 1.0
+        self.noise_variance_ = (1.0 if learn else float(self.noise_variance)) * self.y_scale_ ** 2
         return self._train(X, (y - self.y_mean_) / self.y_scale_)
 
-    def _output(self):
-        return likelihoods.Gaussian(variance=float(check_positive(self.noise_variance, "noise_variance"))), 1
+    def _end_epoch(self, loss):
+        if not self._learns_noise():
+            return
+        old = self.network_.likelihood.variance
+        self.noise_shape_, self.noise_rate_ = noise_posterior(self.optimizer_.n_data,
+                                                              mean_squared_residual(loss, old))
+        self.noise_variance_ = self.noise_rate_ / self.noise_shape_ * self.y_scale_ ** 2
+        likelihood, _ = self._output()
+        self.network_ = MLP(self.network_.layer_sizes, self.activation, likelihood=likelihood)
+        self.optimizer_.model = self.network_
+        rescale_likelihood_state(self.optimizer_, old / likelihood.variance)
 
-    def _default_options(self):
+    def _check_fitted_state(self):
+        super()._check_fitted_state()
+        expect_number(self, "y_mean_")
+        expect_number(self, "y_scale_", positive=True)
+        expect_number(self, "noise_variance_", positive=True)
+        if not self._learns_noise():
+            expected = float(self.noise_variance) * self.y_scale_ ** 2
+            if not np.isclose(self.noise_variance_, expected, rtol=1e-12, atol=0.0):
+                raise ValueError(f"noise_variance_ must be the fixed noise_variance times y_scale_ ** 2 "
+                                 f"({expected!r}); got {self.noise_variance_!r}")
+            return
+        shape = NOISE_PRIOR[0] + 0.5 * self.optimizer_.n_data
+        if not (expect_number(self, "noise_shape_", positive=True) == shape):
+            raise ValueError(f"noise_shape_ must be the prior shape plus n_data / 2 ({shape!r}); "
+                             f"got {self.noise_shape_!r}")
+        expected = expect_number(self, "noise_rate_", positive=True) / shape * self.y_scale_ ** 2
+        if not np.isclose(self.noise_variance_, expected, rtol=1e-12, atol=0.0):
+            raise ValueError(f"noise_variance_ must be noise_rate_ / noise_shape_ * y_scale_ ** 2 ({expected!r}); "
+                             f"got {self.noise_variance_!r}")
+
+    def _output(self):
+        variance = self.noise_variance_ / self.y_scale_ ** 2
+        if not (np.isfinite(variance) and variance > 0):
+            raise ValueError(f"noise_variance_ / y_scale_ ** 2 must be a positive finite variance; got {variance!r}")
+        return likelihoods.Gaussian(variance=float(variance)), 1
+
+    def _default_lr(self):
         # IVON's first steps are gradient steps of size lr * (hess_init + delta) (its curvature adapts over
-        # ~1 / (1 - beta2) steps) on a loss whose curvature grows like 1 / noise_variance: scale its rate
-        if self.optimizer == "ivon":
-            return {"lr": IVON_REGRESSION_LR * float(self.noise_variance)}
-        return {}
+        # ~1 / (1 - beta2) steps) on a loss whose curvature grows like 1 / noise_variance: under a fixed noise,
+        # scale its rate (a learned noise rescales the curvature instead, _noise.rescale_likelihood_state)
+        if self.optimizer == "ivon" and not self._learns_noise():
+            return REGRESSOR_LR["ivon"] * float(self.noise_variance)
+        return REGRESSOR_LR[self.optimizer]
 
     def predict(self, X, return_std=False):
         """Predictive mean of ``y`` (n,), and with ``return_std`` its standard deviation (n,) (noise included)."""
@@ -282,4 +403,4 @@ def _describe(value):
     return f"an array of shape {value.shape}" if isinstance(value, np.ndarray) else f"a {type(value).__name__}"
 
 
-__all__ = ["BayesianMLPClassifier", "BayesianMLPRegressor", "OPTIMIZERS"]
+__all__ = ["BayesianMLPClassifier", "BayesianMLPRegressor", "OPTIMIZERS", "CLASSIFIER_LR", "REGRESSOR_LR"]

@@ -83,6 +83,26 @@ def test_convergence_warning_callback_and_progress():
     assert model.fit(progress=True).converged
 
 
+def _last_bar(stderr):
+    """What a closed progress bar left on screen: the last redraw, ended by a newline."""
+    assert stderr.endswith("\n"), "the bar was erased"
+    return stderr.rstrip("\n").split("\r")[-1]
+
+
+def test_the_progress_bar_stays_and_ends_at_the_iterations_run(capsys):
+    model = _logistic()
+    fit = model.fit(progress=True, max_iter=500)
+    line = _last_bar(capsys.readouterr().err)
+    assert line.startswith("efvi fit, converged: 100%") and f" {fit.n_iter}/{fit.n_iter} " in line
+    assert "/500" not in line
+    with pytest.warns(ConvergenceWarning):
+        model.fit(progress=True, max_iter=2)
+    assert _last_bar(capsys.readouterr().err).startswith("efvi fit, stopped at max_iter=2, not converged: 100%")
+    model.fit(progress=True, max_iter=500, callback=lambda info: info.iteration >= 3)
+    line = _last_bar(capsys.readouterr().err)
+    assert line.startswith("efvi fit, stopped by the callback: 100%") and " 3/3 " in line
+
+
 def test_step_rule_arguments():
     assert isinstance(resolve_step(None, stochastic=True), Decaying)
     assert isinstance(resolve_step(None, stochastic=False), Adaptive)

@@ -453,3 +453,61 @@ def test_truncated_archives_and_other_files_are_rejected(saved, tmp_path):
     _write(path, entries, old)
     _assert_rejected(path, "older formats")
     _assert_rejected(tmp_path / "missing.npz", "cannot be read")
+
+
+# ---------------------------------------------------------------------- counters and symmetry
+def test_an_adam_step_count_beyond_the_iterations_is_refused(tmp_path):
+    _, fit = _sparse_minibatch_learning()
+    path, entries = _saved_entries(fit, tmp_path)
+    assert int(entries["hyper/adam_steps"][0]) == _meta(entries)["iteration"] == 6
+    for steps in (2 ** 62, 7, 0):
+        _write(path, dict(entries, **{"hyper/adam_steps": np.array([steps], dtype=np.int64)}))
+        _assert_rejected(path, r"entry 'hyper/adam_steps' must be one count in \[1, 6\]")
+
+
+def test_more_accelerated_steps_than_block_updates_are_refused(tmp_path):
+    _, fit = _markov_gp_mid_search()
+    path, entries = _saved_entries(fit, tmp_path)
+    meta = _meta(entries)
+    meta["n_accelerated"] = meta["iteration"] + 1          # one block: at most one per iteration
+    _write(path, entries, meta)
+    _assert_rejected(path, r"n_accelerated.* must be an integer in \[0, 14\]")
+
+
+def _asymmetric(a, size=5e-7):
+    damaged = a.copy()
+    damaged[..., 0, 1] += size
+    return damaged
+
+
+@pytest.mark.parametrize("make, key", [
+    (_sparse_minibatch_learning, "messages/0/0/1"),                # a sparse GP's J = Phi^T diag(pi) Phi
+    (_minibatch_vmp, "messages/0/0/1"),                            # a Gaussian block's -precision / 2
+])
+def test_a_non_symmetric_precision_message_is_refused(make, key, tmp_path):
+    _, fit = make()
+    path, entries = _saved_entries(fit, tmp_path)
+    np.testing.assert_array_equal(entries[key], entries[key].T)   # what a fit saves is exactly symmetric
+    _write(path, dict(entries, **{key: _asymmetric(entries[key])}))
+    _assert_rejected(path, rf"entry '{key}' must be a symmetric matrix \(to 1e-10 of its largest entry, .*\); "
+                           r"it is off by 5e-07")
+
+
+def test_a_non_symmetric_saved_sparse_gp_predictor_is_refused(tmp_path):
+    _, fit = _sparse_minibatch_learning()
+    path, entries = _saved_entries(fit, tmp_path)
+    key = "posterior/0/predict/message/1"
+    _write(path, dict(entries, **{key: _asymmetric(entries[key])}))
+    _assert_rejected(path, r"message/1 \(Phi\^T diag\(pi\) Phi\) must be symmetric to 1e-10 of its largest entry; "
+                           "it is off by 5e-07")
+
+
+@pytest.mark.parametrize("make, key", [(_sparse_minibatch_learning, "messages/0/0/1"),
+                                       (_markov_gp_mid_search, "messages/0/0/0"),
+                                       (_gp_sum_kernel, "messages/1/0/1")])
+def test_messages_must_sum_to_the_saved_posteriors_sites(make, key, tmp_path):
+    _, fit = make()
+    path, entries = _saved_entries(fit, tmp_path)
+    _write(path, dict(entries, **{key: -entries[key]}))
+    _assert_rejected(path, rf"entry '{key}' and the other messages of block .* must sum to the summed sites of its "
+                           r"saved posterior")

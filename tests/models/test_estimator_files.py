@@ -18,6 +18,8 @@ from efvi.inference import FitFileError
 from efvi.models import glm, gp, lds, likelihoods, nn
 from efvi.models.mixture import BayesianGaussianMixture
 
+from ._estimator_outputs import assert_same as _assert_same, outputs as _outputs
+
 pytestmark = pytest.mark.filterwarnings("ignore:the fit stopped at max_iter")   # small budgets keep this quick
 
 RNG = np.random.default_rng(0)
@@ -56,33 +58,6 @@ CASES = {
 def _fitted(name):
     estimator, inputs, targets = CASES[name]
     return estimator.fit(inputs, targets) if targets is not None else estimator.fit(inputs), inputs, targets
-
-
-def _outputs(estimator, inputs, targets):
-    """Everything the estimator computes at the inputs, by method name."""
-    out = {"predict": estimator.predict(inputs), "score": estimator.score(inputs, targets)}
-    for method in ("predict_proba", "score_samples", "predict_latent"):
-        if hasattr(estimator, method):
-            out[method] = getattr(estimator, method)(inputs)
-    if isinstance(estimator, (gp.GPRegressor, lds.MarkovGPRegressor, nn.BayesianMLPRegressor)):
-        out["predict_std"] = estimator.predict(inputs, return_std=True)[1]
-    return out
-
-
-def _assert_same(a, b):
-    if isinstance(a, dict):
-        assert a.keys() == b.keys()
-        for key in a:
-            _assert_same(a[key], b[key])
-    elif isinstance(a, (tuple, list)):
-        assert type(a) is type(b) and len(a) == len(b)
-        for x, y in zip(a, b):
-            _assert_same(x, y)
-    elif isinstance(a, np.ndarray):
-        assert isinstance(b, np.ndarray) and a.dtype == b.dtype
-        np.testing.assert_array_equal(a, b)
-    else:
-        assert type(a) is type(b) and (a == b or repr(a) == repr(b)), (a, b)
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -263,15 +238,101 @@ def _no_hess(entries, meta):
     del entries[key], meta["arrays"][key]
 
 
+def _rising_divergence_history(entries, meta):
+    # the saved loss history must be a window minimum: increasing in steps and in values
+    items = meta["content"]["fitted"]["optimizer_"]["items"]["divergence"]["items"]
+    items["losses"] = {"kind": "list", "items": [{"kind": "list", "items": [3, 1.0]},
+                                                 {"kind": "list", "items": [2, 0.5]}]}
+
+
+def _negative_hess(entries, meta):
+    key = meta["content"]["fitted"]["optimizer_"]["items"]["hess"]["key"]
+    entries[key] = -entries[key]
+
+
+def _optimiser_item(name, value):
+    def change(entries, meta):
+        meta["content"]["fitted"]["optimizer_"]["items"][name] = value
+    return change
+
+
 @pytest.mark.parametrize("change, message", [
+    (_negative_hess, r"optimizer_.hess must give positive posterior precisions ess \* hess \+ prior_precision; "
+                     r"entry 0 \(hess -"),
+    (_optimiser_item("n_steps", -1), "optimizer_.n_steps must be"),
+    (_optimiser_item("n_corrected_", 10 ** 6), r"optimizer_.n_corrected_ must be at most \d+ after n_steps"),
+    (_optimiser_item("lr", -0.1), "optimizer_.lr must be a finite float > 0.0; got -0.1"),
+    (_optimiser_item("ess", 0.0), "optimizer_.ess must be a finite float > 0.0"),
+    (_optimiser_item("betas", {"kind": "tuple", "items": [0.9, 1.5]}),
+     r"optimizer_.betas\[1\] must be a float in \[0, 1\); got 1.5"),
+    (_optimiser_item("hess_init", -1.0), "optimizer_.hess_init must be a finite float >= 0.0"),
+    (_optimiser_item("clip_radius", 0.0), "optimizer_.clip_radius must be a finite float > 0.0 or inf"),
+    (_optimiser_item("prior_precision", -1.0), "optimizer_.prior_precision must be a positive finite float"),
+    (_optimiser_item("mc_samples", 0), "optimizer_.mc_samples must be"),
+], ids=["negative hess", "negative n_steps", "n_corrected_ beyond the steps", "negative lr", "zero ess",
+        "beta2 above 1", "negative hess_init", "zero clip_radius", "negative prior_precision", "no mc_samples"])
+def test_an_optimiser_state_out_of_range_is_named(saved, change, message, tmp_path):
+    path = _damaged(saved, "mlp-ivon", tmp_path, change)
+    with pytest.raises(FitFileError, match=message):
+        nn.BayesianMLPClassifier.load(path)
+
+
+@pytest.mark.parametrize("change, message", [
+    (_rising_divergence_history, r"optimizer_.divergence: divergence state must be .* increasing in both"),
     (_short_mean, r"optimizer_.mean does not suit a IVON of this network \(like an array of shape \(17,\)\); "
                   r"got an array of shape \(5,\)"),
     (_no_hess, r"optimizer_ lacks the attributes \['hess'\]"),
-], ids=["short mean", "no hess"])
+], ids=["divergence history", "short mean", "no hess"])
 def test_a_damaged_optimiser_state_is_named(saved, change, message, tmp_path):
     path = _damaged(saved, "mlp-ivon", tmp_path, change)
     with pytest.raises(FitFileError, match=message):
         nn.BayesianMLPClassifier.load(path)
+
+
+def _fitted_value(name, value):
+    def change(entries, meta):
+        meta["content"]["fitted"][name] = value
+    return change
+
+
+def _fitted_array(name, change_array):
+    def change(entries, meta):
+        key = meta["content"]["fitted"][name]["key"]
+        entries[key] = change_array(entries[key])
+    return change
+
+
+@pytest.mark.parametrize("name, cls, change, message", [
+    ("gp-regressor", gp.GPRegressor, _fitted_value("n_iter_", -3), "n_iter_ must be an integer >= 0; got -3"),
+    ("gp-regressor", gp.GPRegressor, _fitted_value("n_iter_", 3), r"n_iter_ must be the fit's \d+ \(fit_result_\)"),
+    ("gp-regressor", gp.GPRegressor, _fitted_value("elbo_", 1.0), r"elbo_ must be the fit's"),
+    ("gp-regressor", gp.GPRegressor, _fitted_value("converged_", 1), "converged_ must be True or False"),
+    ("gp-regressor", gp.GPRegressor, _fitted_array("lower_bounds_", lambda a: a + 1.0),
+     "lower_bounds_ must be the fit's ELBO trace"),
+    ("logistic", glm.BayesianLogisticRegression, _fitted_array("coef_", lambda a: -a),
+     r"coef_ must be what the weight posterior \(posterior_\) gives"),
+    ("mixture", BayesianGaussianMixture, _fitted_array("weights_", lambda a: -a),
+     r"weights_ must be what the components give \(weight_concentration_ / weight_concentration_.sum\(\)\)"),
+    ("mixture", BayesianGaussianMixture, _fitted_array("covariances_", lambda a: -a), "covariances_ must be"),
+    ("mixture", BayesianGaussianMixture, _fitted_array("degrees_of_freedom_", lambda a: -a),
+     "must describe Normal-Wishart components"),
+    ("mixture", BayesianGaussianMixture, _fitted_array("weight_concentration_", lambda a: -a),
+     "weight_concentration_ must be positive"),
+    ("mixture", BayesianGaussianMixture, _fitted_value("n_iter_", 0), "n_iter_ must be an integer >= 1"),
+    ("mixture", BayesianGaussianMixture, _fitted_value("lower_bound_", 0.0), "lower_bound_ must be the last"),
+    ("mlp-ivon", nn.BayesianMLPClassifier, _fitted_value("n_iter_", 7), "n_iter_ must be the number of epochs"),
+], ids=lambda v: None if callable(v) or isinstance(v, type) else v)
+def test_fitted_counters_and_derived_attributes_must_agree_with_the_fit(saved, name, cls, change, message, tmp_path):
+    with pytest.raises(FitFileError, match=message):
+        cls.load(_damaged(saved, name, tmp_path, change))
+
+
+def test_a_regressors_output_scale_must_be_positive(tmp_path):
+    estimator = _fitted("mlp-regressor")[0]
+    estimator.save(tmp_path / "mlp.npz")
+    path = _damaged({"mlp": tmp_path / "mlp.npz"}, "mlp", tmp_path, _fitted_value("y_scale_", -0.5))
+    with pytest.raises(FitFileError, match="y_scale_ must be a finite positive number; got -0.5"):
+        nn.BayesianMLPRegressor.load(path)
 
 
 def test_mixture_shapes_must_agree(saved, tmp_path):

@@ -1,12 +1,13 @@
 """Every efvi estimator is a scikit-learn estimator: scikit-learn's own checks, clone, search and pipelines."""
 
+import re
 import subprocess
 import sys
 
 import numpy as np
 import pandas as pd
 import pytest
-from sklearn.base import clone
+from sklearn.base import clone, is_regressor
 from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import GridSearchCV, cross_val_score
 from sklearn.pipeline import make_pipeline
@@ -101,6 +102,35 @@ def test_regressors_round_trip_through_search_and_keep_dataframe_names():
 def test_unfitted_estimators_raise_not_fitted_error(estimator):
     with pytest.raises(NotFittedError, match=f"this {type(estimator).__name__} is not fitted yet"):
         estimator.predict(np.zeros((3, 1)))
+
+
+@pytest.mark.parametrize("estimator", [e for e in ESTIMATORS if is_regressor(e)], ids=lambda e: type(e).__name__)
+def test_regressors_name_targets_that_are_not_numbers(estimator):
+    X = np.linspace(0.0, 1.0, 12)[:, None]
+    name = type(estimator).__name__
+    with pytest.raises(ValueError, match=rf"y must hold real numbers \(the targets of {name}\); got 'a' at index 0 "
+                                         r"\(an array of dtype <U1\)"):
+        clone(estimator).fit(X, np.array(list("abcdefghijkl")))
+    with pytest.raises(ValueError, match=r"y must hold real numbers .*; got 'x' at index 11 \(an array of dtype object"):
+        clone(estimator).fit(X, np.array([1.0] * 11 + ["x"], dtype=object))
+
+
+@pytest.mark.parametrize("estimator, label", [
+    (glm.BayesianGLM(), "efvi fit"), (glm.BayesianLogisticRegression(), "efvi fit"), (gp.GPRegressor(), "efvi fit"),
+    (gp.GPRegressor(n_inducing=6), "efvi sparse GP regression"), (gp.GPClassifier(), "efvi fit"),
+    (lds.MarkovGPRegressor(), "efvi fit")], ids=["BayesianGLM", "BayesianLogisticRegression", "GPRegressor",
+                                                 "sparse_GPRegressor", "GPClassifier", "MarkovGPRegressor"])
+def test_progress_bars_stay_on_screen_and_end_at_what_ran(estimator, label, capsys):
+    rng = np.random.default_rng(3)
+    X = np.sort(rng.uniform(0, 6, size=(40, 1)), axis=0)
+    y = np.sin(X[:, 0]) + 0.2 * rng.normal(size=40)
+    targets = y if is_regressor(estimator) else (y > 0).astype(int)
+    model = clone(estimator).set_params(progress=True, max_iter=500).fit(X, targets)
+    stderr = capsys.readouterr().err
+    assert model.converged_ and stderr.endswith("\n"), "the bar was erased"
+    last = stderr.rstrip("\n").split("\r")[-1]
+    assert re.match(rf"{label}, converged: 100%\|.*\| (\d+)/\1 ", last), last
+    assert "/500" not in last
 
 
 def test_gp_regressor_learns_the_noise_like_sklearn():

@@ -1,15 +1,23 @@
 """bbvi.fit: convergence to the CVI optimum on logistic regression, to the VMP fixed point on a
 two-block model, the steps, the result, and named errors for bad input."""
 
+import math
+
 import autograd.numpy as anp
 import numpy as np
 import pytest
 
 from efvi.expfam import DiagonalGaussian, Gamma, Gaussian, flatten
-from efvi.inference import Model, bbvi
+from efvi.inference import ConvergenceWarning, Model, bbvi
 from efvi.models import glm, likelihoods
 
 from .models import GaussianMean, NormalGamma
+
+
+def NO_STOPPING(n_iter):
+    """Options that keep the stopping rule from ever being checked: these tests look at the iterates of a
+    fixed schedule after exactly ``n_iter`` steps (the rule needs two windows)."""
+    return {"window": n_iter, "warn": False}
 
 
 def _logistic(n=200, seed=0):
@@ -45,7 +53,8 @@ def test_bbvi_reaches_the_cvi_optimum_of_logistic_regression(family, estimator, 
 
     n_iter = 2000
     fit = bbvi.fit(log_joint, prior, estimator=estimator, control_variate=control_variate, n_iter=n_iter,
-                   n_samples=10, seed=0, vectorized=True, learning_rate=schedule, expected_log_joint=expected)
+                   n_samples=10, seed=0, vectorized=True, learning_rate=schedule, expected_log_joint=expected,
+                   **NO_STOPPING(n_iter))
     q = fit.posterior["z"]
     error = np.linalg.norm(flatten(q.natural, family.event_ndims) - flatten(cvi.posterior["w"].natural,
                                                                           family.event_ndims))
@@ -78,7 +87,7 @@ def test_two_block_fit_with_terms_reaches_the_vmp_fixed_point(control_variate):
 
     n_iter = 1500
     fit = bbvi.fit(model.terms, model.init, control_variate=control_variate, n_iter=n_iter, n_samples=10, seed=1,
-                   learning_rate=schedule)
+                   learning_rate=schedule, **NO_STOPPING(n_iter))
     mean, var, shape, rate = _vmp_fixed_point(model)
     assert fit.options["rao_blackwellised"]
     targets = {"mu": DiagonalGaussian.from_mean_var([mean], [var]), "tau": Gamma(shape, rate)}
@@ -95,18 +104,31 @@ def test_two_block_fit_with_terms_reaches_the_vmp_fixed_point(control_variate):
 def test_euclidean_steps_reach_the_posterior_of_a_conjugate_model(step, learning_rate):
     model = GaussianMean(DiagonalGaussian, dim=1, n=4)
     fit = bbvi.fit(_batched(model), model.init, step=step, learning_rate=lambda t: learning_rate / (1 + t / 500),
-                   n_iter=3000, n_samples=10, seed=0, vectorized=True)
+                   n_iter=3000, n_samples=10, seed=0, vectorized=True, **NO_STOPPING(3000))
     q = DiagonalGaussian.from_natural(model.posterior_natural())
     assert fit.posterior["z"].mean[0] == pytest.approx(q.mean[0], abs=0.05)
     assert fit.posterior["z"].var[0] == pytest.approx(q.var[0], rel=0.1)
 
 
 def test_a_step_that_leaves_the_parameter_space_is_backed_off_and_q_stays_valid():
+    """... and when halvings dominate (most steps halved: the learning rate is too large) the fit says so."""
     model = GaussianMean(DiagonalGaussian, dim=1)
-    fit = bbvi.fit(model.log_joint, model.init, learning_rate=5.0, control_variate="none", n_iter=30, seed=0)
-    assert fit.n_backoffs > 0
+    with pytest.warns(ConvergenceWarning, match="step halvings dominate: 7 of 11 steps were halved"):
+        fit = bbvi.fit(model.log_joint, model.init, learning_rate=5.0, control_variate="none", n_iter=11, seed=0)
+    assert fit.n_backoffs > fit.n_halved_steps == 7 and not fit.converged
+    assert fit.message.startswith("step halvings dominate")
     assert DiagonalGaussian.is_valid_natural(fit.posterior["z"].natural)
     assert np.all(np.isfinite(fit.elbo_trace))
+
+
+def test_a_diverging_run_stops_with_a_named_error():
+    """The same far too large step without a control variate: the mean runs off (issue 25) and is stopped."""
+    from efvi.inference import DivergenceError
+
+    model = GaussianMean(DiagonalGaussian, dim=1)
+    with pytest.raises(DivergenceError, match="step 12: bbvi.fit diverged: the parameter norm") as info:
+        bbvi.fit(model.log_joint, model.init, learning_rate=5.0, control_variate="none", n_iter=30, seed=0)
+    assert info.value.step == 12
 
 
 def test_result_traces_and_names():
@@ -118,15 +140,17 @@ def test_result_traces_and_names():
         natural = {"z": q.natural}
         return model.exact_elbo(natural) - float(np.sum(q.entropy()))
 
-    fit = bbvi.fit(model.log_joint, model.init, n_iter=25, seed=3, expected_log_joint=expected_log_joint)
+    fit = bbvi.fit(model.log_joint, model.init, n_iter=25, seed=3, expected_log_joint=expected_log_joint, warn=False)
     assert fit.n_iter == 25 and len(fit.elbo_trace) == 26 and len(fit.exact_elbo_trace) == 26
     assert fit.grad_variance["z"].shape == (25,) and np.all(fit.grad_variance_trace >= 0)
     assert isinstance(exact["q"], DiagonalGaussian)            # single-block mode: q itself, not a dict
     assert fit.elbo == fit.exact_elbo_trace[-1]
     assert fit.exact_elbo_trace[-1] == pytest.approx(model.exact_elbo({"z": fit.posterior["z"].natural}))
     assert set(fit.timings) == {"total", "per_iteration"}
-    assert "ELBO" in fit.summary() and "BBVIResult" in repr(fit)
-    again = bbvi.fit(model.log_joint, model.init, n_iter=25, seed=3)
+    assert fit.elbo_standard_error_trace.shape == (26,) and np.all(fit.elbo_standard_error_trace >= 0)
+    assert not fit.converged and "needs at least 199 iterations" in fit.message
+    assert "NOT converged" in fit.summary() and "converged=False" in repr(fit)
+    again = bbvi.fit(model.log_joint, model.init, n_iter=25, seed=3, warn=False)
     np.testing.assert_array_equal(again.elbo_trace, fit.elbo_trace)  # seeded: reproducible
 
 
@@ -162,10 +186,41 @@ def _fine(z):
     (lambda z: -anp.inf + anp.sum(z), "log_joint must return a finite log density.*got -inf"),
     (lambda z: z, r"log_joint must return a scalar.*shape \(2,\)"),
     ("not callable", "log_joint must be a callable; got str"),
+    (lambda z: anp.sum(z) + 1j, r"log_joint must return a real log density; got the complex value .*\+1\.j\]: efvi would drop"),
+    (lambda z: "-1.5", "log_joint must return a number .a real log density.; got str '-1.5'"),
+    (lambda z: None, "log_joint must return a number .a real log density.; got NoneType None"),
 ])
-def test_a_bad_log_joint_is_named(log_joint, message):
+@pytest.mark.parametrize("estimator", ["score", "reparam"])
+def test_a_bad_log_joint_is_named(log_joint, message, estimator):
     with pytest.raises(ValueError, match=message):
-        bbvi.fit(log_joint, _gaussian(), n_iter=2, seed=0)
+        bbvi.fit(log_joint, _gaussian(), estimator=estimator, n_iter=2, seed=0)
+
+
+@pytest.mark.parametrize("log_joint,cause", [
+    (lambda z: -0.5 * np.sum(np.asarray(z, dtype=float) ** 2), "ValueError: setting an array element with a "
+                                                                 "sequence"),
+    (lambda z: -0.5 * float(z[0]) ** 2 - 0.5 * float(z[1]) ** 2, "TypeError: float.. argument must be"),
+    (lambda z: -0.5 * math.exp(z[0]) - 0.5 * math.exp(z[1]), "TypeError: must be real number, not ArrayBox"),
+])
+def test_a_log_joint_autograd_cannot_trace_is_named_for_reparameterisation(log_joint, cause):
+    """Plain numpy works for the score function (it only evaluates), and is named for reparameterisation."""
+    assert np.isfinite(bbvi.gradient(log_joint, _gaussian(), seed=0).elbo)
+    with pytest.raises(ValueError, match="log_joint must be differentiable by autograd in block 'z' "
+                                         r"\(estimator='reparam' differentiates it\); on traced draws it raised "
+                                         f"({cause}).*use estimator='score'"):
+        bbvi.fit(log_joint, _gaussian(), estimator="reparam", n_iter=2, seed=0)
+
+
+@pytest.mark.filterwarnings("ignore:Output seems independent of input")     # autograd's, before the error
+def test_a_log_joint_whose_traced_value_does_not_depend_on_the_draws_is_named():
+    constant = np.zeros(2)
+
+    def log_joint(z):
+        constant[:] = z._value if hasattr(z, "_value") else z     # copies the draw out of autograd's sight
+        return -0.5 * np.sum(constant ** 2)
+
+    with pytest.raises(ValueError, match="its value does not depend on the draws as autograd sees them"):
+        bbvi.fit(log_joint, _gaussian(), estimator="reparam", n_iter=2, seed=0)
 
 
 def test_a_vectorized_log_joint_of_the_wrong_shape_is_named():
@@ -194,7 +249,13 @@ def test_reparameterising_an_unsupported_family_is_named():
     ({"step": "newton"}, "step must be one of 'natural', 'sgd', 'adam'; got 'newton'"),
     ({"n_samples": 1}, "n_samples must be an integer >= 2"),
     ({"n_samples": 2, "control_variate": "optimal"}, "n_samples must be an integer >= 3"),
-    ({"n_iter": -1}, "n_iter must be an integer >= 0; got -1"),
+    ({"n_iter": -1}, "n_iter must be an integer >= 1; got -1"),
+    ({"n_iter": 0}, "n_iter must be an integer >= 1; got 0"),
+    ({"n_iter": 2.5}, "n_iter must be an integer >= 1; got 2.5"),
+    ({"tol": -1e-3}, "tol must be a finite float >= 0; got -0.001"),
+    ({"tol": "small"}, "tol must be a finite float >= 0; got 'small'"),
+    ({"window": 0}, "window must be an integer >= 1; got 0"),
+    ({"warn": "no"}, "warn must be True or False; got 'no'"),
     ({"learning_rate": -0.1}, "learning_rate must be a finite float > 0 or a callable; got -0.1"),
     ({"learning_rate": lambda t: 0.0}, r"learning_rate\(0\) must return a finite float > 0; got 0.0"),
     ({"vectorized": "yes"}, "vectorized must be True or False; got 'yes'"),

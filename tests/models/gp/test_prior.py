@@ -196,3 +196,12 @@ def test_invalid_prior_arguments_are_named():
     for bad in ("a", -1, 2.5, True):
         with pytest.raises(ValueError, match="hyper_max_iter must be an integer >= 1"):
             gp.GP(kernel, np.zeros((5, 2)), hyper_max_iter=bad)
+
+
+def test_reprs_name_the_kernel_and_the_inputs():
+    X = np.linspace(0.0, 1.0, 40)[:, None]
+    assert repr(gp.GP(gp.kernels.RBF(lengthscale=0.5), X, mean=1.5)) == \
+        "GP(kernel=RBF(lengthscale=0.5, variance=1.0), X=<40 inputs of dimension 1>, mean=1.5)"
+    sparse = gp.SparseGP(gp.kernels.Matern52(), X, X[::8], learn_hyperparameters=True)
+    assert repr(sparse) == ("SparseGP(kernel=Matern52(lengthscale=1.0, variance=1.0), X=<40 inputs of dimension 1>, "
+                            "inducing=<5 inputs>, mean=0.0, learn_hyperparameters=True)")

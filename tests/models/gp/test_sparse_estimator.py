@@ -117,11 +117,13 @@ def test_the_regressor_with_inducing_inputs_learns_the_noise_at_the_maximum_of_t
     assert model.noise_variance_ == pytest.approx(0.09, rel=0.3)
 
 
-def test_a_spent_budget_keeps_the_best_bound_and_says_so():
+def test_a_spent_budget_keeps_the_best_bound_and_says_so(capsys):
     X, y = _regression(60, seed=2)
     with pytest.warns(ConvergenceWarning, match=r"stopped at max_iter=4 evaluations of the collapsed bound"):
         model = gp.GPRegressor(gp.kernels.RBF(), n_inducing=6, max_iter=4, progress=True).fit(X, y)
     assert not model.converged_ and model.n_iter_ in (4, 5)
+    bar = capsys.readouterr().err.rstrip("\n").split("\r")[-1]      # the bar stays, saying why it stopped
+    assert bar.startswith("efvi sparse GP regression, stopped at max_iter=4, not converged: 100%") and " 4/4 " in bar
     assert model.elbo_ == max(model.lower_bounds_) == model.fit_result_.elbo
     assert model.elbo_ > model.lower_bounds_[0]
 

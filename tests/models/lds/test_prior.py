@@ -217,3 +217,14 @@ def test_non_numeric_arguments_raise_named_errors(make, match):
         warnings.simplefilter("error")   # an error, not a ComplexWarning
         with pytest.raises(ValueError, match=match):
             make()
+
+
+def test_reprs_name_the_kernel_times_and_state():
+    markov = lds.MarkovGP(K.Matern32(lengthscale=2.0), np.linspace(0.0, 10.0, 50), learn_hyperparameters=True)
+    assert repr(markov) == ("MarkovGP(kernel=Matern32(lengthscale=2.0, variance=1.0), t=<50 times from 0.0 to 10.0>, "
+                            "state_dim=2, learn_hyperparameters=True)")
+    dated = lds.MarkovGP(K.Matern12(), np.arange("2020-01-01", "2020-01-11", dtype="datetime64[D]"))
+    assert repr(dated) == ("MarkovGP(kernel=Matern12(lengthscale=1.0, variance=1.0), "
+                           "t=<10 times from 0.0 to 9.0 days after 2020-01-01>, state_dim=1)")
+    chain = lds.LDS(np.eye(2), 0.1 * np.eye(2), np.array([1.0, 0.0]), np.zeros(2), np.eye(2), n_steps=100)
+    assert repr(chain) == "LDS(n_steps=100, state_dim=2)"

@@ -54,6 +54,19 @@ def test_regressor_fits_and_is_uncertain_away_from_the_data():
     assert std[:2].min() >= np.sqrt(0.1) * y.std() * 0.999 and std[2] > 2 * std[0]
 
 
+@pytest.mark.parametrize("estimator", [nn.BayesianMLPClassifier, nn.BayesianMLPRegressor])
+def test_inputs_are_standardised_so_any_feature_scale_gives_the_same_model(estimator, breast_cancer):
+    # features at loc 100 and scale 1e3 (raw, as scikit-learn's estimator checks pass them) diverged before
+    X, y, X_test, _ = breast_cancer
+    shift, scale = np.linspace(-100.0, 100.0, X.shape[1]), np.geomspace(1e-2, 1e3, X.shape[1])
+    a = estimator(hidden_layer_sizes=(8,), epochs=5, seed=2).fit(X, y)
+    b = estimator(hidden_layer_sizes=(8,), epochs=5, seed=2).fit(X * scale + shift, y)
+    np.testing.assert_allclose(b.x_mean_, X.mean(0) * scale + shift, rtol=1e-10, atol=1e-9)
+    np.testing.assert_allclose(b.x_scale_, X.std(0) * scale, rtol=1e-10)
+    np.testing.assert_allclose(a.predict(X_test), b.predict(X_test * scale + shift), rtol=1e-6, atol=1e-8)
+    assert np.isfinite(b.loss_curve_).all()
+
+
 # learning rates that reach a good fit in 40 steps (the optimisers' own defaults suit longer runs)
 RATES = {"ivon": None, "vogn": 0.1, "vadam": 0.03, "vprop": 0.003, "van": 0.1, "bbb": 0.01, "adam": 0.01,
          "rmsprop": 0.003}
