@@ -19,7 +19,7 @@ VAN (full covariance, O(P^3) per step with an exact Hessian) is run with one
 hidden layer of 8 units instead of 64, so that it takes minutes, not hours.
 
 The table the estimators' defaults were chosen by is in
-``efvi.models.nn.estimator`` (the docstring of ``DEFAULT_LR``).
+``efvi.models.nn.estimator`` (the docstrings of ``CLASSIFIER_LR`` and ``REGRESSOR_LR``).
 """
 
 import argparse

@@ -1,4 +1,4 @@
-"""A scikit-learn regressor for a function of time (Gaussian values or Poisson counts) by a Markov GP.
+r"""A scikit-learn regressor for a function of time (Gaussian values or Poisson counts) by a Markov GP.
 
 ``MarkovGPRegressor().fit(t, y)`` sorts the times, builds
 ``Model(latents={"f": MarkovGP(kernel, t)}, factors=[Observe(likelihood, y, on="f")])``
@@ -38,7 +38,7 @@ import warnings
 import numpy as np
 
 from ...expfam.checks import check_positive
-from ...inference import Model
+from ...inference import ConvergenceWarning, Model
 
 from .. import likelihoods
 from .._estimator import (BaseEstimator, RegressorMixin, check_fit_results, check_fitted, check_X, check_X_y,

@@ -170,8 +170,8 @@ def test_mixture_matches_sklearn_and_markov_gp_matches_the_dense_gp():
     t = rng.uniform(0, 10, 80)
     y = np.sin(t) + 0.3 * rng.normal(size=80)
     markov = lds.MarkovGPRegressor(noise_variance=0.09).fit(t[:, None], y)
-    dense = gp.GPRegressor(markov.kernel_, noise_variance=0.09, learn_hyperparameters=False).fit(t[:, None],
-                                                                                                 y - y.mean())
+    dense = gp.GPRegressor(markov.kernel_, noise_variance=markov.noise_variance_, learn_noise=False,
+                           learn_hyperparameters=False).fit(t[:, None], y - y.mean())
     t_new = np.array([[-1.0], [5.0], [12.0]])
     np.testing.assert_allclose(markov.predict(t_new), dense.predict(t_new) + y.mean(), rtol=1e-8, atol=1e-10)
 

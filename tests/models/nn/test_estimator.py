@@ -50,8 +50,35 @@ def test_regressor_fits_and_is_uncertain_away_from_the_data():
     assert model.score(X, y) > 0.9
     mean, std = model.predict(np.array([[0.5], [1.5], [9.0]]), return_std=True)
     np.testing.assert_allclose(mean[:2], 5.0 + 2.0 * np.sin([0.5, 1.5]), atol=0.1)
-    # the noise alone gives sqrt(noise_variance) * sd(y); far from the data the weights' uncertainty adds to it
-    assert std[:2].min() >= np.sqrt(0.1) * y.std() * 0.999 and std[2] > 2 * std[0]
+    # the noise alone gives sqrt(noise_variance_) (learned: the truth is 0.2^2); far from the data the
+    # weights' uncertainty adds to it
+    assert model.noise_variance_ == pytest.approx(0.04, rel=0.2)
+    assert std[:2].min() >= np.sqrt(model.noise_variance_) * 0.999 and std[2] > 1.5 * std[0]
+
+
+def test_regressor_learns_its_noise_within_20_percent_of_the_truth():
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-3, 3, (1000, 1))
+    y = 100.0 + 30.0 * np.sin(X[:, 0]) + 6.0 * rng.normal(size=1000)   # noise variance 36 in y's units
+    model = nn.BayesianMLPRegressor(seed=0).fit(X, y)
+    assert model.noise_variance_ == pytest.approx(36.0, rel=0.2)
+    assert model.noise_variance_ == pytest.approx(model.noise_rate_ / model.noise_shape_ * model.y_scale_ ** 2)
+    fixed = nn.BayesianMLPRegressor(noise_variance=0.5, epochs=5, seed=0).fit(X, y)
+    assert fixed.noise_variance_ == pytest.approx(0.5 * fixed.y_scale_ ** 2)
+
+
+def test_regressor_band_widens_off_the_data_and_not_in_a_gap():
+    rng = np.random.default_rng(4)
+    X = np.concatenate([rng.uniform(-3, -1, 150), rng.uniform(1, 3, 150)])[:, None]
+    y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=300)
+    model = nn.BayesianMLPRegressor(seed=0).fit(X, y)
+    assert model.noise_variance_ == pytest.approx(0.01, rel=0.2)
+    _, std = model.predict(np.array([[-2.0], [2.0], [-6.0], [6.0], [-10.0], [10.0], [0.0]]), return_std=True)
+    at_data, near, far, gap = std[:2], std[2:4], std[4:6], std[6]
+    # outside the data the band widens on both sides, more the farther out
+    assert (far > near).all() and (far > 1.5 * at_data.max()).all()
+    # inside the gap a mean-field posterior stays at the noise's width (Foong et al., 2019; the estimator's notes)
+    assert gap == pytest.approx(at_data.mean(), rel=0.1)
 
 
 @pytest.mark.parametrize("estimator", [nn.BayesianMLPClassifier, nn.BayesianMLPRegressor])
