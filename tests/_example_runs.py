@@ -1,6 +1,7 @@
 """The runs of the example scripts, once per test session (the ``example_runs`` fixture of ``conftest.py``)."""
 
 import importlib.util
+import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -32,8 +33,11 @@ class ExampleRuns:
         recorded = runner.load(output)
         return recorded if recorded is not None else runner.run(script, output)
 
-    def run_all(self, workers=2):
-        """Every example's run, ``workers`` at a time."""
+    def run_all(self, workers=None):
+        """Every example's run, ``workers`` at a time (default: one under pytest-xdist, whose other workers
+        keep the other cores busy; else two)."""
+        if workers is None:
+            workers = 1 if os.environ.get("PYTEST_XDIST_WORKER") else 2
         scripts = runner.scripts()
         with ThreadPoolExecutor(workers) as pool:
             return dict(zip(scripts, pool.map(self.get, scripts)))

@@ -1,8 +1,18 @@
 """Fixtures shared across the suite."""
 
 import pytest
+from threadpoolctl import threadpool_limits
 
 from ._example_runs import ExampleRuns
+
+
+@pytest.fixture(scope="session", autouse=True)
+def one_blas_thread():
+    """BLAS on one thread in the test processes: their inputs are small, and the suite runs on several
+    processes at once (pytest-xdist), where more BLAS threads only wait for each other.  The tests of
+    efvi's own thread guard set the threads they need (tests/inference/test_blas_threads.py)."""
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
 
 
 @pytest.fixture(scope="session")

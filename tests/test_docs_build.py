@@ -21,6 +21,8 @@ DOCS = Path(__file__).resolve().parent.parent / "docs"
 NEEDED = ["sphinx", "myst_parser", "numpydoc", "furo"]
 MISSING = [name for name in NEEDED if importlib.util.find_spec(name) is None]
 
+pytestmark = pytest.mark.xdist_group("examples")   # on the worker that runs the examples (test_examples.py)
+
 
 @pytest.mark.skipif(bool(MISSING), reason=f"the docs build needs {', '.join(MISSING)} (pip install '.[docs]')")
 def test_docs_build_without_warnings(tmp_path, example_runs):

@@ -7,6 +7,8 @@ import pytest
 
 from ._example_runs import runner
 
+pytestmark = pytest.mark.xdist_group("examples")   # one worker runs the examples and the docs build (their runs are shared)
+
 
 @pytest.mark.parametrize("script", runner.scripts(), ids=lambda p: p.stem)
 def test_example_runs_in_quick_mode(script, example_runs):
