@@ -240,10 +240,19 @@ def mean_to_natural(family, mean, natural_to_mean=None, fisher=None):
     def parts(rows):
         return _params.unflatten(rows, mean, ndims)
 
+    def log_partition_of(rows):
+        """``A`` at ``rows``; ``nan`` at a row whose linear algebra fails (one failing row would fail them all)."""
+        try:
+            return np.asarray(family.log_partition(parts(rows)), dtype=float).reshape(-1)
+        except np.linalg.LinAlgError:
+            if rows.shape[0] == 1:
+                return np.full(1, np.nan)
+            return np.concatenate([log_partition_of(rows[i:i + 1]) for i in range(rows.shape[0])])
+
     def objective(rows, mu):
         """``f`` and its rounding allowance at ``rows`` (``inf`` where ``f`` is not finite)."""
         with np.errstate(all="ignore"):
-            log_partition = np.asarray(family.log_partition(parts(rows)), dtype=float).reshape(-1)
+            log_partition = log_partition_of(rows)
             inner = np.sum(rows * mu, axis=-1)
             value = log_partition - inner
             allowance = 8.0 * _EPS * (np.abs(log_partition) + np.abs(inner))
@@ -303,6 +312,7 @@ def _line_search(family, parts, objective, natural_to_mean, ndims, rows, mu, gra
         with np.errstate(all="ignore"):
             moved = rows[index] - t[:, None] * step[index]
             inside = np.asarray(np.broadcast_to(family.is_valid_natural(parts(moved)), index.shape))
+            inside = inside & np.all(np.isfinite(moved), axis=-1)
         value = np.full(index.shape, np.inf)
         if np.any(inside):
             value[inside] = objective(moved[inside], mu[index[inside]])[0]
