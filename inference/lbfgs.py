@@ -18,7 +18,13 @@ every other failure is reported as not converged.
 """
 
 import numpy as np
-from scipy.optimize import minimize
+
+def minimize(*args, **kwargs):
+    """:func:`scipy.optimize.minimize`, imported on first use (importing scipy.optimize costs ~0.13 s)."""
+    from scipy.optimize import minimize as scipy_minimize
+
+    return scipy_minimize(*args, **kwargs)
+
 
 STALLED_EVALUATIONS = 5
 """Evaluations whose objective values must agree to ``tol`` for a failed line search to count as converged."""
