@@ -41,11 +41,13 @@ import autograd.numpy as anp
 import numpy as np
 from scipy.linalg.lapack import dtrtrs as _dtrtrs
 
-from ._linalg_kernels import (SYMMETRY_RTOL, quad_form_kernel, refined_inverse_kernel, refined_solve_kernel,
+from .numba_cache import readonly
+from ._linalg_kernels import (SYMMETRY_RTOL, quad_form_kernel, refined_solve_kernel,
                               symmetric_cholesky_kernel)
 
 REFINE_MAX_DIM = 64
 """Widest matrices handled by the compiled kernels (refined); wider ones go to LAPACK, unrefined."""
+
 
 
 def symmetrise(a):
@@ -177,7 +179,8 @@ def symmetric_cholesky(a, scale=1.0):
             return None
         return chol if np.all(np.isfinite(chol)) else None
     out = np.empty(a.shape)
-    if not symmetric_cholesky_kernel(np.ascontiguousarray(a).reshape(-1, dim, dim), scale, out.reshape(-1, dim, dim)):
+    if not symmetric_cholesky_kernel(readonly(np.ascontiguousarray(a).reshape(-1, dim, dim)), float(scale),
+                                     out.reshape(-1, dim, dim)):
         return None
     return out
 
@@ -245,7 +248,7 @@ def pd_solve(a, chol, b):
         return cho_solve(chol, b)[..., 0]
     batch, (a, chol, b) = _stacks(a, np.asarray(chol, dtype=float), b)
     out = np.empty(b.shape)
-    refined_solve_kernel(a, chol, b, out)
+    refined_solve_kernel(readonly(a), readonly(chol), readonly(b), out)
     return out.reshape(batch + out.shape[1:2])
 
 
@@ -256,9 +259,12 @@ def pd_inverse_from_cholesky(a, chol):
         linv = solve_triangular(chol, np.broadcast_to(np.eye(a.shape[-1]), a.shape))
         return symmetrise(np.swapaxes(linv, -1, -2) @ linv)
     batch, (a, chol) = _stacks(a, np.asarray(chol, dtype=float))
+    # the refined solve with identity right-hand sides, then the symmetric part: the arithmetic of a kernel
+    # of its own, and one kernel fewer to compile
+    eye = np.ascontiguousarray(np.broadcast_to(np.eye(a.shape[-1]), a.shape))
     out = np.empty(a.shape)
-    refined_inverse_kernel(a, chol, out)
-    return out.reshape(batch + out.shape[1:])
+    refined_solve_kernel(readonly(a), readonly(chol), readonly(eye), out)
+    return symmetrise(out).reshape(batch + out.shape[1:])
 
 
 def pd_inverse(a, name):
@@ -291,6 +297,6 @@ def quad_form_chol(chol, x):
         y = solve_triangular(chol, x[..., None])[..., 0]
         return np.sum(y * y, axis=-1)
     out = np.empty(x.shape[:-1])
-    quad_form_kernel(np.ascontiguousarray(chol, dtype=float).reshape(count, dim, dim),
-                     np.ascontiguousarray(x).reshape(-1, count, dim), out.reshape(-1, count))
+    quad_form_kernel(readonly(np.ascontiguousarray(chol, dtype=float).reshape(count, dim, dim)),
+                     readonly(np.ascontiguousarray(x).reshape(-1, count, dim)), out.reshape(-1, count))
     return out

@@ -158,22 +158,6 @@ def refined_solve_kernel(a, chol, rhs, out):
 
 
 @numba.jit(**_NUMBA_OPTIONS)
-def refined_inverse_kernel(a, chol, out):
-    """``out[i] = A_i^-1``, refined and then made exactly symmetric, for stacks ``(n, D, D)``."""
-    dim = a.shape[1]
-    eye = np.eye(dim)
-    total, error = np.empty((dim, dim)), np.empty((dim, dim))
-    for i in range(a.shape[0]):
-        _cho_solve(chol[i], eye, out[i])
-        _refine(a[i], chol[i], eye, out[i], total, error)
-        for r in range(dim):
-            for j in range(r):
-                mean = 0.5 * (out[i, r, j] + out[i, j, r])
-                out[i, r, j] = mean
-                out[i, j, r] = mean
-
-
-@numba.jit(**_NUMBA_OPTIONS)
 def quad_form_kernel(chol, x, out):
     """``out[i, j] = |L_j^-1 x[i, j]|^2`` for ``chol`` ``(m, D, D)``, ``x`` ``(n, m, D)``, ``out`` ``(n, m)``.
 

@@ -35,6 +35,7 @@ import copy
 import numba
 import numpy as np
 
+from ..expfam.numba_cache import readonly
 from ..inference import Factor, FactorEval, GaussianSiteView
 
 from ._numba import NUMBA_OPTIONS
@@ -160,7 +161,7 @@ class GaussianSiteFactor(Factor):
         value, g_m, g_v = self.likelihood._variational_expectations(a, np.zeros(self.n_data), self.y)
         if self.weights is not None:
             value, g_m, g_v = value * self.weights, g_m * self.weights, g_v * self.weights
-        natural_mean, precision = _site_targets(a, g_m, g_v)
+        natural_mean, precision = _site_targets(*map(readonly, (a, g_m, g_v)))
         return natural_mean, precision, g_m, float(np.sum(value))
 
     def first_step_targets(self, blocks):
@@ -198,7 +199,7 @@ class GaussianSiteFactor(Factor):
             expected, g_m, g_v, targets = _weighted(self.weights if index is None else self.weights[index],
                                                     expected, g_m, g_v, targets)
         expected = float(np.sum(expected))      # summed first: one (N,) array fewer while the targets are made
-        natural_mean, precision = _site_targets(mean, g_m, g_v)
+        natural_mean, precision = _site_targets(*map(readonly, (mean, g_m, g_v)))
         targets[self.roles["on"]] = self._view.targets(q_block, natural_mean, precision, g_m, index)
         return FactorEval(expected, targets)
 
