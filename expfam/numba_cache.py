@@ -52,6 +52,11 @@ from numba.misc.appdirs import AppDirs
 COMPILE_NOTICE_SECONDS = 1.0
 """Compile time (seconds, summed over this process) after which the one-time notice is logged."""
 
+FIRST_FIT_COMPILE_SECONDS = (5, 20)
+"""The range the notice gives for the compilation of a first fit: measured from an empty cache on a
+two-core machine (``benchmarks/bench_compile.py``: a GLM about 6 s, a Markov GP 8-11 s, more on a busy
+machine)."""
+
 logger = logging.getLogger(__name__.split(".")[0])
 
 
@@ -82,8 +87,9 @@ class _CompileListener(numba.core.event.Listener):
                     module, function.__qualname__, seconds)
         if self.total > COMPILE_NOTICE_SECONDS and not self.announced:
             self.announced = True
-            logger.warning("efvi: compiling numba kernels on first use (%.1f s so far, once: they are cached "
-                           "on disk for later runs)", self.total)
+            logger.warning("efvi: compiling numba kernels on first use (%.1f s so far; the first fit of each kind "
+                           "of model compiles for about %d-%d s, once: the kernels are cached on disk for later "
+                           "runs and reinstalls)", self.total, *FIRST_FIT_COMPILE_SECONDS)
 
 
 def readonly(array):

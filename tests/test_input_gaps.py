@@ -237,6 +237,7 @@ def test_compiling_is_logged_and_announced_once(monkeypatch, caplog):
     notices = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert len(compiled) == 2
     assert len(notices) == 1 and "compiling numba kernels on first use" in notices[0].getMessage()
+    assert "the first fit of each kind of model compiles for about 5-20 s" in notices[0].getMessage()
 
 
 def test_other_packages_compiling_is_not_announced(caplog):
