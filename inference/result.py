@@ -1,9 +1,23 @@
-"""The fit result: posteriors, sites, ELBO trace, learned hyperparameters and the state to resume from."""
+"""The fit result: posteriors, sites, ELBO trace, learned hyperparameters and the state to resume from.
+
+Prediction at new inputs lives in :mod:`efvi.inference._prediction`, the
+marginals a loaded structured posterior keeps and the hooks that rebuild
+posteriors and likelihoods from a file in :mod:`efvi.inference._loaded`, the
+file itself in :mod:`efvi.inference._fitfile`; the models register their hooks
+through this module, which re-exports them.
+"""
 
 import numpy as np
 
 from ..expfam import ExponentialFamily
+from . import _fitfile
+from ._loaded import Marginals
+from ._prediction import Prediction, can_predict, latent_prediction
 from .blocks import hyperparameter_values
+
+# re-exported: the models register their hooks and draw through this module, and a prediction's class is found here
+from ._loaded import register_likelihood_loader, register_rebuilder  # noqa: F401
+from ._prediction import LatentPrediction, gaussian_draws, register_latent_predictor  # noqa: F401
 
 
 class PriorNotSupportedError(NotImplementedError):
@@ -222,14 +236,7 @@ class FitResult:
             If ``block`` is not a block that predicts, or ``inputs`` do not suit it.
         """
         name = self._predicting_block(block)
-        posterior = self.posterior[name]
-        for kind, (predict, sample) in _LATENT_PREDICTORS.items():
-            if isinstance(posterior, kind):
-                mean, var = predict(posterior, inputs)
-                return LatentPrediction(mean, var, lambda n, rng: sample(posterior, inputs, n, rng))
-        mean, var = posterior.predict(inputs)
-        return LatentPrediction(mean, var,
-                                lambda n, rng: gaussian_draws(*posterior.predict(inputs, full_cov=True), n, rng))
+        return latent_prediction(self.posterior[name], inputs)
 
     def predict(self, inputs, likelihood=None, block=None, factor=None):
         """Posterior-predictive marginals of new observations ``y`` at new inputs.
@@ -327,7 +334,7 @@ class FitResult:
         return getattr(self.sites[k], "block", None)
 
     def _predicting_block(self, block):
-        able = [b for b, q in self.posterior.items() if _can_predict(q)]
+        able = [b for b, q in self.posterior.items() if can_predict(q)]
         if block is None:
             if len(able) != 1:
                 raise ValueError(f"block must name the block to predict: this fit has "
@@ -341,7 +348,7 @@ class FitResult:
             raise ValueError(f"block {block!r} was loaded from a file that holds only its marginal means and "
                              "variances (its prior has no saved form, e.g. a kernel outside efvi's kernels); refit "
                              "to predict")
-        if not _can_predict(q):
+        if not can_predict(q):
             raise ValueError(f"block {block!r} has a {type(q).__name__} posterior, which does not predict at new "
                              f"inputs; blocks that do: {', '.join(map(repr, able)) or 'none'}")
         return block
@@ -354,9 +361,7 @@ class FitResult:
         over it only when complete, so a failed save leaves any previous file
         at ``path`` as it was.
         """
-        from ._fitfile import save
-
-        save(self, path)
+        _fitfile.save(self, path)
 
     @classmethod
     def load(cls, path):
@@ -372,35 +377,7 @@ class FitResult:
             If the file cannot be read or any entry is missing, malformed or
             out of range; the message names the file and the entry.
         """
-        from ._fitfile import load
-
-        return load(path)
-
-
-class Marginals:
-    """Marginal means and variances of a structured Gaussian posterior, as loaded from a file.
-
-    Attributes
-    ----------
-    mean, var : ndarray, shape (N,)
-    """
-
-    def __init__(self, mean, var):
-        self.mean = np.asarray(mean)
-        self.var = np.asarray(var)
-
-    @property
-    def batch_shape(self):
-        return self.mean.shape
-
-    def __repr__(self):
-        return f"Marginals(n={self.mean.shape[0]})"
-
-
-def _can_predict(posterior):
-    """Whether a posterior predicts its latent at new inputs (a registered type, or a ``predict`` method)."""
-    return isinstance(posterior, tuple(_LATENT_PREDICTORS)) or (
-        not isinstance(posterior, ExponentialFamily) and callable(getattr(posterior, "predict", None)))
+        return _fitfile.load(path, FitResult)
 
 
 def _posterior_as_prior(name, posterior):
@@ -424,44 +401,6 @@ def _posterior_as_prior(name, posterior):
         f"posterior at new inputs with fit.posterior[{name!r}].predict(...)", name)
 
 
-# ---------------------------------------------------------------------- prediction
-# Hooks the models fill at import (the engine never imports them): a posterior type -> how to predict
-# its latent at new inputs, and a saved predictor kind -> how to rebuild a posterior from a fit file.
-_LATENT_PREDICTORS = {}
-_REBUILDERS = {}
-_LIKELIHOOD_LOADERS = []
-
-
-def register_latent_predictor(posterior_types, predict, sample):
-    """Say how posteriors of ``posterior_types`` predict their latent at new inputs.
-
-    For posteriors without a ``predict(inputs, full_cov)`` method of their own
-    (e.g. a GLM's weight posterior, whose latent is ``a = x^T w``).
-
-    Parameters
-    ----------
-    posterior_types : type or tuple of types
-    predict : callable
-        ``predict(posterior, inputs) -> (mean, var)``, each of shape (M,).
-    sample : callable
-        ``sample(posterior, inputs, n, rng) -> ndarray, shape (n, M)``: joint draws of the latent.
-    """
-    for kind in posterior_types if isinstance(posterior_types, tuple) else (posterior_types,):
-        _LATENT_PREDICTORS[kind] = (predict, sample)
-
-
-def register_rebuilder(kind, rebuild):
-    """Say how a fit file's predictor ``kind`` becomes a posterior again (see ``predictive_state``).
-
-    A structured posterior that can be saved with what prediction needs has a
-    method ``predictive_state() -> (kind, spec, arrays)`` (a JSON-able spec and
-    a dict of float64 arrays); on load ``rebuild(spec, array, name)`` is called
-    with ``array(key)`` returning the checked array ``key`` and must return the
-    posterior or raise ``ValueError`` / ``TypeError`` / ``KeyError``.
-    """
-    _REBUILDERS[kind] = rebuild
-
-
 def save_archive(path, fmt, arrays, content, fits=None):
     """Write an efvi file of format ``fmt`` atomically, in the fit file's form (``.npz``, JSON metadata, no pickle).
 
@@ -480,9 +419,7 @@ def save_archive(path, fmt, arrays, content, fits=None):
     fits : dict, optional
         Name -> :class:`FitResult`, each stored whole (read back by ``archive.fit(name)``).
     """
-    from ._fitfile import write_archive
-
-    write_archive(path, fmt, arrays, content, fits or {})
+    _fitfile.write_archive(path, fmt, arrays, content, fits or {})
 
 
 def open_archive(path, fmt, what):
@@ -511,276 +448,4 @@ def open_archive(path, fmt, what):
     efvi.inference.FitFileError
         If the file cannot be read, or is not of format ``fmt``.
     """
-    from ._fitfile import ArchiveReader
-
-    return ArchiveReader(path, fmt, what)
-
-
-def register_likelihood_loader(load):
-    """Say how a fit file's likelihood specs become likelihoods again (``load(spec)``, ValueError if invalid).
-
-    A likelihood saved with a fit is ``likelihood.spec()`` (JSON); the models
-    package registers the function that rebuilds it from efvi's own classes.
-    """
-    _LIKELIHOOD_LOADERS[:] = [load]
-
-
-def gaussian_draws(mean, cov, n, rng):
-    """``n`` joint draws of ``N(mean, cov)`` for a positive semi-definite ``cov``.
-
-    The square root comes from the eigendecomposition with negative
-    eigenvalues (rounding) clipped at zero, so singular covariances, such as
-    a posterior at repeated inputs, are sampled too.
-
-    Parameters
-    ----------
-    mean : ndarray, shape (M,)
-    cov : ndarray, shape (M, M)
-    n : int
-    rng : numpy.random.Generator
-
-    Returns
-    -------
-    ndarray, shape (n, M)
-    """
-    values, vectors = np.linalg.eigh(0.5 * (cov + cov.T))
-    root = vectors * np.sqrt(np.maximum(values, 0.0))
-    return mean + rng.standard_normal((n, mean.shape[0])) @ root.T
-
-
-def _check_level(level):
-    if isinstance(level, (bool, np.bool_)) or not isinstance(level, (int, float, np.floating, np.integer)) \
-            or not 0.0 < float(level) < 1.0:
-        raise ValueError(f"level must be a number in (0, 1), e.g. 0.9 for a central 90% interval; got {level!r}")
-    return float(level)
-
-
-def _check_draws(n, seed):
-    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"n must be a positive integer (the number of draws); got {n!r}")
-    if isinstance(seed, np.random.Generator):
-        return int(n), seed
-    if seed is not None and (isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer))
-                             or seed < 0):
-        raise ValueError(f"seed must be None, a non-negative integer or a numpy Generator; got {seed!r}")
-    return int(n), np.random.default_rng(seed)
-
-
-class LatentPrediction:
-    """The posterior of the latent at new inputs: Gaussian marginals, exact intervals and joint draws.
-
-    What :meth:`FitResult.predict_latent` returns.
-
-    Attributes
-    ----------
-    mean, var : ndarray, shape (M,)
-        Posterior means and variances of the latent (``f(x)`` of a GP or Markov
-        GP, ``H x_t`` of an LDS, ``x^T w`` of a GLM) at the new inputs.
-    """
-
-    def __init__(self, mean, var, draw):
-        self.mean, self.var = np.asarray(mean, dtype=float), np.asarray(var, dtype=float)
-        self._draw = draw
-
-    @property
-    def std(self):
-        """ndarray, shape (M,): posterior standard deviations."""
-        return np.sqrt(self.var)
-
-    def interval(self, level=0.9):
-        """Central credible interval of each marginal; exact (Gaussian quantiles).
-
-        Parameters
-        ----------
-        level : float in (0, 1)
-
-        Returns
-        -------
-        lower, upper : ndarray, shape (M,)
-        """
-        from scipy.special import ndtri
-
-        half = ndtri(0.5 + 0.5 * _check_level(level)) * self.std
-        return self.mean - half, self.mean + half
-
-    def sample(self, n, seed=None):
-        """Joint posterior draws of the latent at the new inputs.
-
-        Parameters
-        ----------
-        n : int
-        seed : None, int or numpy.random.Generator
-
-        Returns
-        -------
-        ndarray, shape (n, M)
-        """
-        n, rng = _check_draws(n, seed)
-        return self._draw(n, rng)
-
-    def __repr__(self):
-        return f"LatentPrediction(n={self.mean.shape[0]})"
-
-
-class Prediction:
-    """Posterior-predictive marginals of new observations ``y`` through a likelihood.
-
-    What :meth:`FitResult.predict` returns.
-
-    Attributes
-    ----------
-    mean, var : ndarray, shape (M,)
-        Predictive mean and variance of ``y`` (``likelihood.predict_mean_var``:
-        closed forms or Gauss-Hermite quadrature over the latent).
-    latent : LatentPrediction
-        The latent at the same inputs.
-    likelihood : efvi.models.likelihoods.Likelihood
-    """
-
-    def __init__(self, latent, likelihood):
-        self.latent, self.likelihood = latent, likelihood
-        self.mean, self.var = likelihood.predict_mean_var(latent.mean, latent.var)
-
-    @property
-    def kind(self):
-        """How :meth:`interval` and :meth:`sample` treat ``y``: ``"gaussian"``, ``"discrete"`` or ``"other"``."""
-        if getattr(self.likelihood, "conjugate", False):
-            return "gaussian"
-        size = self.mean.shape[0]
-        if _accepts(self.likelihood, np.zeros(size)) and not _accepts(self.likelihood, np.full(size, 0.5)):
-            return "discrete"
-        return "other"
-
-    def log_density(self, y):
-        """Log predictive density of observations at the new inputs, shape (M,) (NaN where ``y`` is NaN)."""
-        return self.likelihood.predict_log_density(self.latent.mean, self.latent.var, y)
-
-    def interval(self, level=0.9):
-        """Central predictive interval of each new observation.
-
-        Exact for a Gaussian likelihood (``y ~ N(mean, var)``) and for
-        discrete observations (the predictive CDF summed from
-        ``likelihood.predict_log_density`` at 0, 1, 2, ..., which integrates
-        over the latent by Gauss-Hermite quadrature; the interval is
-        ``[q_lower, q_upper]`` with ``q`` the smallest count whose CDF reaches
-        ``(1 -+ level) / 2``).  Other likelihoods need a ``sample(latent, rng)``
-        method; their interval is then the Monte Carlo quantiles of 20,000
-        posterior-predictive draws (seed 0).
-
-        Parameters
-        ----------
-        level : float in (0, 1)
-
-        Returns
-        -------
-        lower, upper : ndarray, shape (M,)
-        """
-        level = _check_level(level)
-        probabilities = (0.5 - 0.5 * level, 0.5 + 0.5 * level)
-        kind = self.kind
-        if kind == "gaussian":
-            from scipy.special import ndtri
-
-            half = ndtri(probabilities[1]) * np.sqrt(self.var)
-            return self.mean - half, self.mean + half
-        if kind == "discrete":
-            return _discrete_quantiles(self.likelihood, self.latent.mean, self.latent.var, probabilities)
-        draws = self.sample(20_000, seed=0)
-        lower, upper = np.quantile(draws, probabilities, axis=0)
-        return lower, upper
-
-    def sample(self, n, seed=None):
-        """Posterior-predictive draws: a joint draw of the latent, then ``y_i | a_i`` independently.
-
-        ``y | a`` is drawn by the likelihood's ``sample(latent, rng)`` (latent of
-        shape (n, M); every efvi likelihood but ``Custom`` has one); for a
-        discrete likelihood without one (a ``Custom`` count model) by inverting
-        the CDF of ``likelihood.log_density`` at 0, 1, 2, ...
-
-        Parameters
-        ----------
-        n : int
-        seed : None, int or numpy.random.Generator
-
-        Returns
-        -------
-        ndarray, shape (n, M)
-
-        Raises
-        ------
-        NotImplementedError
-            For a continuous likelihood without a sampler (a ``Custom`` log density).
-        """
-        n, rng = _check_draws(n, seed)
-        latent = self.latent.sample(n, rng)
-        sampler = getattr(self.likelihood, "sample", None)
-        if callable(sampler):
-            try:
-                return np.asarray(sampler(latent, rng), dtype=float)
-            except NotImplementedError:
-                pass
-        if self.kind == "discrete":
-            return _discrete_draws(self.likelihood, latent, rng.uniform(size=latent.shape))
-        raise NotImplementedError(
-            f"posterior-predictive draws of y need {type(self.likelihood).__name__} to draw y given the latent "
-            "(a sample(latent, rng) method; efvi inverts the CDF itself only for discrete likelihoods); "
-            "the predictive mean and var are available")
-
-    def __repr__(self):
-        return f"Prediction(n={self.mean.shape[0]}, likelihood={self.likelihood!r})"
-
-
-def _accepts(likelihood, y):
-    try:
-        likelihood.validate_y(y)
-    except ValueError:
-        return False
-    return True
-
-
-_MAX_COUNT = 10 ** 6
-
-
-def _discrete_quantiles(likelihood, mean, var, probabilities):
-    """Smallest counts whose predictive CDF reaches each probability, per point."""
-    size = mean.shape[0]
-    cdf = np.zeros(size)
-    found = [np.full(size, np.nan) for _ in probabilities]
-    for k in range(_MAX_COUNT):
-        values = np.full(size, float(k))
-        pmf = np.zeros(size)
-        inside = _accepts_each(likelihood, values)
-        if inside.any():
-            pmf[inside] = np.exp(likelihood.predict_log_density(mean, var, np.where(inside, values, np.nan))[inside])
-        cdf += pmf
-        for q, out in zip(probabilities, found):
-            out[np.isnan(out) & (cdf >= q * (1 - 1e-12))] = k
-        if not np.isnan(found[-1]).any():
-            return found[0], found[1]
-    raise RuntimeError(f"the predictive CDF did not reach {probabilities[-1]} within {_MAX_COUNT} counts")
-
-
-def _accepts_each(likelihood, values):
-    """Which entries of ``values`` lie in the likelihood's support (per-point parameters respected)."""
-    if _accepts(likelihood, values):
-        return np.ones(values.shape[0], dtype=bool)
-    inside = np.zeros(values.shape[0], dtype=bool)
-    for i in range(values.shape[0]):
-        probe = np.full(values.shape[0], np.nan)
-        probe[i] = values[i]
-        inside[i] = _accepts(likelihood, probe)
-    return inside
-
-
-def _discrete_draws(likelihood, latent, uniforms):
-    """Inverse-CDF draws of counts ``y | a`` for latent draws of shape (n, M)."""
-    draws = np.full(latent.shape, np.nan)
-    cdf = np.zeros(latent.shape)
-    for k in range(_MAX_COUNT):
-        with np.errstate(invalid="ignore"):
-            pmf = np.nan_to_num(np.exp(likelihood.log_density(latent, np.full(latent.shape[-1], float(k)))), nan=0.0)
-        cdf += pmf
-        draws[np.isnan(draws) & (cdf >= uniforms * (1 - 1e-12))] = k
-        if not np.isnan(draws).any():
-            return draws
-    raise RuntimeError(f"a draw of y exceeded {_MAX_COUNT} counts")
+    return _fitfile.ArchiveReader(path, fmt, what, FitResult)

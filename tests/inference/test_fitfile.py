@@ -9,7 +9,7 @@ import weakref
 import numpy as np
 import pytest
 
-import efvi.inference._fitfile as fitfile
+import efvi.inference._archive as archive
 from efvi.expfam import Gamma, Gaussian
 from efvi.inference import Fixed, FitFileError, FitResult, Model
 from efvi.models import Observe, glm, gp, lds, likelihoods
@@ -197,7 +197,7 @@ def test_a_failed_save_leaves_the_previous_file_loadable(saved, tmp_path, monkey
     def disk_full(fd):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(fitfile.os, "fsync", disk_full)
+    monkeypatch.setattr(archive.os, "fsync", disk_full)
     with pytest.raises(OSError, match="No space"):
         fit.save(path)
     assert path.read_bytes() == before
@@ -215,7 +215,7 @@ def test_a_save_interrupted_while_writing_leaves_the_previous_file(saved, tmp_pa
         fh.write(b"PK\x03\x04 half of an archive")
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(fitfile.np, "savez_compressed", half_written)
+    monkeypatch.setattr(archive.np, "savez_compressed", half_written)
     with pytest.raises(KeyboardInterrupt):
         fit.save(path)
     assert path.read_bytes() == before
