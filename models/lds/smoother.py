@@ -54,18 +54,27 @@ Markov GP keeps nothing per step but its times.  For hyperparameter
 gradients (:mod:`.fisher_identity`) the same passes hand over each
 segment's filter and smoother moments in turn, from the last segment back
 (:func:`_segment_moments`), instead of every step's at once.
+
+The checks of the inputs and the errors of a failed pass are in
+:mod:`._smoother_inputs`, the scratch of the passes (:class:`Workspace`,
+:func:`segment_of`) in :mod:`._workspace`; this module keeps the passes and
+their results.
 """
 
-import threading
 from typing import NamedTuple
 
 import numpy as np
 
-from ...expfam.checks import as_float, check_pd
-
 from . import _kernels
-from ._kernels import PSD_RTOL, STATUS_INVALID_SITE, STATUS_OK, STATUS_SINGULAR_PREDICTION
+from ._kernels import STATUS_OK, STATUS_SINGULAR_PREDICTION
 from ._small import work_for
+from ._smoother_inputs import _check_status, _validate
+from ._workspace import _Moments, _new_moments, _new_scratch, _start_carry, segment_of
+
+# re-exported: efvi.models.lds exports the statuses from here, and the blocks import the checks and the workspace
+from ._kernels import STATUS_INVALID_SITE  # noqa: F401
+from ._smoother_inputs import _validate_prior, _validate_sites_in_segments, check_process_cov  # noqa: F401
+from ._workspace import PerThreadScratch, Workspace  # noqa: F401
 
 _PARAMETERS_DOC = """
     site_natural_mean : array_like, shape (T,)
@@ -165,201 +174,6 @@ class MarginalsResult(NamedTuple):
     log_normaliser: float
     status: int
     failed_step: int
-
-
-def _time_stack(x, name, T, event_ndim):
-    """``x`` as a contiguous ``(1 or T, *event)`` float array (constant if it has no time axis)."""
-    arr = as_float(x, name)
-    if arr.ndim == event_ndim:
-        arr = arr[None]
-    elif arr.ndim != event_ndim + 1 or arr.shape[0] != T:
-        raise ValueError(
-            f"{name} must have {event_ndim} dimension(s) (constant) or a leading time axis of "
-            f"length T={T}; got shape {arr.shape}"
-        )
-    return np.ascontiguousarray(arr)
-
-
-def _validate(site_natural_mean, site_precision, obs_row, transition, process_cov, init_mean, init_cov):
-    """Check shapes, finiteness and definiteness; return contiguous float64 arrays for the kernels."""
-    gamma, pi = _validate_sites(site_natural_mean, site_precision)
-    return (gamma, pi) + _validate_prior(obs_row, transition, process_cov, init_mean, init_cov, gamma.shape[0])
-
-
-def _validate_sites(site_natural_mean, site_precision):
-    """The sites as contiguous float64 arrays of one shape (T,)."""
-    gamma = as_float(site_natural_mean, "site_natural_mean")
-    pi = as_float(site_precision, "site_precision")
-    if gamma.ndim != 1 or gamma.shape[0] < 1:
-        raise ValueError(f"site_natural_mean must have shape (T,) with T >= 1; got shape {gamma.shape}")
-    if pi.shape != gamma.shape:
-        raise ValueError(f"site_precision must have shape {gamma.shape} like site_natural_mean; got {pi.shape}")
-    return np.ascontiguousarray(gamma), np.ascontiguousarray(pi)
-
-
-def _validate_sites_in_segments(site_natural_mean, site_precision, T, segment_steps):
-    """:func:`_validate_sites` for ``T`` steps without a temporary of ``T`` values: finiteness is checked
-    ``segment_steps`` values at a time, and only a failure checks (and names the first bad value of) the whole."""
-    gamma = as_float(site_natural_mean, "site_natural_mean", finite=False)
-    pi = as_float(site_precision, "site_precision", finite=False)
-    if gamma.shape != (T,) or pi.shape != (T,):
-        raise ValueError(f"site_natural_mean and site_precision must have shape ({T},), one value per time step; "
-                         f"got {gamma.shape} and {pi.shape}")
-    for start in range(0, T, segment_steps):
-        part = slice(start, start + segment_steps)
-        if not (np.all(np.isfinite(gamma[part])) and np.all(np.isfinite(pi[part]))):
-            _validate_sites(gamma, pi)
-    return np.ascontiguousarray(gamma), np.ascontiguousarray(pi)
-
-
-def _validate_prior(obs_row, transition, process_cov, init_mean, init_cov, T):
-    """``(H, A, Q, m0, P0)`` checked for ``T`` steps; ``transition`` and ``process_cov`` may both be None
-    (a prior that computes them segment by segment and checks each with :func:`check_process_cov`)."""
-    m0 = as_float(init_mean, "init_mean")
-    if m0.ndim != 1 or m0.shape[0] < 1:
-        raise ValueError(f"init_mean must have shape (d,) with d >= 1; got shape {m0.shape}")
-    d = m0.shape[0]
-    P0 = np.ascontiguousarray(check_pd(init_cov, "init_cov"))
-    if P0.shape != (d, d):
-        raise ValueError(f"init_cov must have shape {(d, d)}; got {P0.shape}")
-    H = _time_stack(obs_row, "obs_row", T, 1)
-    stacks = [("obs_row", H, (d,))]
-    A = Q = None
-    if transition is not None:
-        A = _time_stack(transition, "transition", T, 2)
-        Q = _time_stack(process_cov, "process_cov", T, 2)
-        stacks += [("transition", A, (d, d)), ("process_cov", Q, (d, d))]
-    for name, arr, event in stacks:
-        if arr.shape[1:] != event:
-            raise ValueError(f"{name} must have trailing shape {event} for state dimension d={d}; got {arr.shape}")
-    if Q is not None:
-        check_process_cov(Q, P0)
-    return H, A, Q, np.ascontiguousarray(m0), P0
-
-
-def check_process_cov(Q, P0, offset=0):
-    """Raise a ``ValueError`` naming the first matrix of the stack ``Q`` (n, d, d) that is not symmetric PSD.
-
-    ``offset`` is the time step of ``Q[0]`` (a segment of a longer stack);
-    the tolerance scales with ``P0`` (see ``_kernels._first_not_psd``).
-    """
-    bad = _kernels._first_not_psd(Q, PSD_RTOL, float(np.max(np.abs(P0))), *work_for(P0.shape[0]))
-    if bad >= 0:
-        raise ValueError(
-            f"process_cov must be symmetric positive semi-definite; got a matrix that is not, "
-            f"at index {bad + offset}: {Q[bad].tolist()}"
-        )
-
-
-def _check_status(status, step, return_status):
-    """Raise the ``ValueError`` describing a failed step unless the caller wants the status."""
-    if status == STATUS_OK or return_status:
-        return
-    if status == STATUS_INVALID_SITE:
-        raise ValueError(
-            f"site_precision gives an invalid posterior at time step {step}: the posterior precision "
-            f"is not positive definite, as the sites of steps 0..{step} already make it so whatever the "
-            f"later sites (or 1 + pi_t S_t = 0 at that step, which the filter cannot pass)"
-        )
-    if status == STATUS_SINGULAR_PREDICTION:
-        raise ValueError(
-            f"the predicted state covariance A_t P A_t^T + Q_t at time step {step} is singular, so the "
-            f"smoother gain is undefined; check transition and process_cov"
-        )
-    raise RuntimeError(f"unknown kernel status {status}")
-
-
-class PerThreadScratch:
-    """Base of objects that keep scratch arrays per thread in ``self._local``: they pickle without them.
-
-    A ``threading.local`` cannot be pickled, and its arrays are scratch, so a
-    pickled copy (``pickle``, ``joblib``, ``multiprocessing``) starts with
-    none and allocates them on first use.
-    """
-
-    def __init__(self):
-        self._local = threading.local()
-
-    def __getstate__(self):
-        return {key: value for key, value in self.__dict__.items() if key != "_local"}
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        self._local = threading.local()
-
-
-class Workspace(PerThreadScratch):
-    """Scratch arrays of the compiled passes, reused by successive passes of one problem size.
-
-    A state-space block smooths a new set of sites every CVI iteration.
-    Allocating the scratch afresh each time costs as much as the backward
-    pass itself (the operating system hands out new pages), so a block keeps
-    one workspace.  Each thread gets its own arrays.
-
-    Parameters
-    ----------
-    segment_steps : int, optional
-        Smooth in segments of this many steps (module notes): the scratch
-        holds ``min(T, segment_steps) (2 d^2 + d)`` values instead of
-        ``T (2 d^2 + d)``.  None: one segment of ``T`` steps.
-    """
-
-    def __init__(self, segment_steps=None):
-        super().__init__()
-        self.segment_steps = segment_steps
-
-    def arrays(self, T, d):
-        """``(gains, offsets, cond_covs, checkpoints)`` for ``T`` steps of size ``d`` (see :func:`_new_scratch`)."""
-        arrays = getattr(self._local, "arrays", None)
-        key = (T, d)
-        if arrays is None or arrays[0] != key:
-            arrays = self._local.arrays = (key, _new_scratch(T, d, self.segment_steps))
-        return arrays[1]
-
-
-def _new_scratch(T, d, segment_steps=None):
-    """Rows for the conditionals of one segment of ``n = min(T, segment_steps)`` steps, plus one spare
-    (``_kernels._filter``), and the checkpoints of every segment start (None for a single segment)."""
-    n = T if segment_steps is None else min(T, segment_steps)
-    n_segments = -(-T // n) if n else 0
-    checkpoints = (np.empty((n_segments, d)), np.empty((n_segments, d, d)),
-                   np.empty((n_segments, _kernels.CARRY_SIZE))) if n_segments > 1 else None
-    return np.empty((n + 1, d, d)), np.empty((n + 1, d)), np.empty((n + 1, d, d)), checkpoints
-
-
-def _start_carry(m0, P0):
-    """The ``carry`` arguments of the compiled passes at step 0: ``(m_0, P_0, [log Z, det, indefinite, singular])``."""
-    return np.array(m0, dtype=float), np.array(P0, dtype=float), np.array([0.0, 1.0, 0.0, -1.0])
-
-
-def segment_of(transitions, start, stop):
-    """The ``(A, Q)`` stacks of steps ``start..stop-1`` (a constant stays one matrix).
-
-    ``transitions`` is a pair of ``(1 or T, d, d)`` stacks, or a callable
-    ``(start, stop) -> (A, Q)`` that computes a segment's stacks on demand
-    (a Markov GP that does not store them).
-    """
-    if callable(transitions):
-        return transitions(start, stop)
-    return tuple(x if x.shape[0] == 1 else x[start:stop] for x in transitions)
-
-
-class _Moments(NamedTuple):
-    """The filter moments that :func:`_kernels._filter` keeps, one row per step (of a pass or a segment):
-    the first six fields of :class:`FilterResult`."""
-
-    means: np.ndarray
-    covs: np.ndarray
-    pred_means: np.ndarray
-    pred_covs: np.ndarray
-    a_pred_mean: np.ndarray
-    a_pred_var: np.ndarray
-
-
-def _new_moments(n, d):
-    """:class:`_Moments` of ``n`` rows for state dimension ``d`` (``n = 1``: dummies for a pass that keeps none)."""
-    return _Moments(np.empty((n, d)), np.empty((n, d, d)), np.empty((n, d)), np.empty((n, d, d)), np.empty(n),
-                    np.empty(n))
 
 
 def _run_filter(gamma, pi, H, A, Q, start, stop, carry_mean, carry_cov, carry, keep, write, moments, scratch):
