@@ -2,6 +2,7 @@
 
 from .._lazy import lazy_names
 from .factor import GLM
+from . import distributed  # noqa: F401  (registers DaskGLM with GLM; imports no Dask)
 from .laplace import laplace
 from .predict import predict_latent
 from .rows import Rows

@@ -10,7 +10,8 @@ efvi[dask]``)::
     fit = model.fit()                              # runs on the default Dask scheduler or client
 
 :class:`efvi.models.glm.GLM` builds a :class:`DaskGLM` when ``X`` or ``y`` is a
-dask array; this module, and Dask with it, is imported only then.
+dask array (this module registers it with the GLM when :mod:`efvi.models.glm`
+is imported); Dask is imported only then.
 
 Design: one code path for the maths
 -----------------------------------
@@ -84,12 +85,13 @@ from ..likelihoods import Likelihood
 from . import _row_tasks
 from ._block_array import BlockArray
 from ._dask_checks import dask_rows, dask_weights
-from .factor import GLM
+from .factor import GLM, register_distributed
 
 SPLIT_EVERY = 8
 """Partial sums combined by one task of the tree reduction."""
 
 
+@register_distributed
 class DaskGLM(GLM):
     """A GLM on a Gaussian weight block whose rows are Dask arrays (see the module notes).
 

@@ -12,6 +12,16 @@ from ...expfam.checks import as_float
 from ..sites import GaussianSiteFactor
 from .rows import Rows
 
+# the GLM on rows held as Dask arrays: efvi.models.glm.distributed registers its class here (at the import of
+# efvi.models.glm, without importing Dask), so that this module never imports it
+_DISTRIBUTED = []
+
+
+def register_distributed(cls):
+    """Make ``GLM(likelihood, X, y, ...)`` build ``cls`` when ``X`` or ``y`` is a dask array; returns ``cls``."""
+    _DISTRIBUTED[:] = [cls]
+    return cls
+
 
 class GLM(GaussianSiteFactor):
     """A generalised linear model likelihood on a Gaussian weight block.
@@ -38,9 +48,7 @@ class GLM(GaussianSiteFactor):
     def __new__(cls, likelihood=None, X=None, y=None, *args, **kwargs):
         # dask arrays select the distributed GLM (efvi.models.glm.distributed), which alone imports dask
         if cls is GLM and (hasattr(X, "__dask_graph__") or hasattr(y, "__dask_graph__")):
-            from .distributed import DaskGLM
-
-            cls = DaskGLM
+            cls = _DISTRIBUTED[0]
         return super().__new__(cls)
 
     def __init__(self, likelihood, X, y, on="w", weights=None):
