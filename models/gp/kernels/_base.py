@@ -44,6 +44,18 @@ import numpy as np
 from . import statespace
 from ._validation import as_inputs, as_log_params, as_time_gaps
 
+_ALGEBRA = {}
+"""The classes the kernel algebra builds: ``"sum"`` and ``"product"`` of kernels, ``"constant"`` from a number.
+
+Filled by :mod:`.combination` and :mod:`.constant` at import (the kernels
+package imports both), so that this module never imports them.
+"""
+
+
+def register_algebra(role, cls):
+    """Say which class ``k1 + k2`` (``role="sum"``), ``k1 * k2`` (``"product"``) or a number (``"constant"``) builds."""
+    _ALGEBRA[role] = cls
+
 
 class Kernel:
     """Base class of every kernel: immutable, callable on inputs.
@@ -258,16 +270,12 @@ class Kernel:
 
     # ------------------------------------------------------------- algebra
     def __add__(self, other):
-        from .combination import Sum
-
         other = _as_kernel(other)
-        return NotImplemented if other is None else Sum(self, other)
+        return NotImplemented if other is None else _ALGEBRA["sum"](self, other)
 
     def __mul__(self, other):
-        from .combination import Product
-
         other = _as_kernel(other)
-        return NotImplemented if other is None else Product(self, other)
+        return NotImplemented if other is None else _ALGEBRA["product"](self, other)
 
     def __radd__(self, other):
         other = _as_kernel(other)
@@ -282,9 +290,7 @@ def _as_kernel(other):
     if isinstance(other, Kernel):
         return other
     if isinstance(other, (int, float, np.integer, np.floating)) and not isinstance(other, bool):
-        from .constant import Constant
-
-        return Constant(variance=other)
+        return _ALGEBRA["constant"](variance=other)
     return None
 
 

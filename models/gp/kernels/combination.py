@@ -21,7 +21,7 @@ from functools import reduce
 import numpy as np
 
 from . import statespace
-from ._base import Kernel
+from ._base import Kernel, register_algebra
 
 
 class _Combination(Kernel):
@@ -116,6 +116,9 @@ class Sum(_Combination):
         return statespace.block_diag(self._ss_transitions(p, dt))
 
 
+register_algebra("sum", Sum)
+
+
 class Product(_Combination):
     """Elementwise product of kernels, ``k1 * k2 * ...``.
 
@@ -142,3 +145,6 @@ class Product(_Combination):
 
     def _ss_transition(self, p, dt):
         return reduce(statespace.kron, self._ss_transitions(p, dt))
+
+
+register_algebra("product", Product)

@@ -21,7 +21,7 @@ import autograd.numpy as anp
 import numpy as np
 
 from . import statespace
-from ._base import Leaf
+from ._base import Leaf, register_algebra
 from ._validation import positive_param
 
 
@@ -54,6 +54,9 @@ class Constant(Leaf):
 
     def _ss_transition(self, p, dt):
         return statespace.constant_transition(dt)
+
+
+register_algebra("constant", Constant)
 
 
 class White(Leaf):
