@@ -38,18 +38,21 @@ from _datasets import UCI_SETS, load_uci  # noqa: E402
 from _uci import METHODS, markdown_table, run_split, summarise  # noqa: E402
 
 
-def _task(name, k, epochs, methods=METHODS, folds=1):
+def _task(name, k, epochs, methods=METHODS, folds=1, init="pytorch", search="coordinate"):
     """The methods on split ``k`` of set ``name`` (one process-pool task)."""
+    import _uci
+    _uci.INIT = init
     data = load_uci(name)
-    return name, k, {method: run_split(data, k, method, epochs, folds=folds) for method in methods}
+    return name, k, {method: run_split(data, k, method, epochs, folds=folds, search=search, name=name)
+                     for method in methods}
 
 
-def run(sets, n_splits, epochs, jobs, methods=METHODS, folds=1):
+def run(sets, n_splits, epochs, jobs, methods=METHODS, folds=1, init="pytorch", search="coordinate"):
     """``{set: {method: [run_split results]}}`` over the first ``n_splits`` splits of each set."""
     results = {name: {method: [] for method in methods} for name in sets}
     tasks = [(name, k) for k in range(n_splits) for name in sets]
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        futures = [pool.submit(_task, name, k, epochs, methods, folds) for name, k in tasks]
+        futures = [pool.submit(_task, name, k, epochs, methods, folds, init, search) for name, k in tasks]
         for future in futures:
             name, k, by_method = future.result()
             for method, result in by_method.items():
@@ -79,6 +82,11 @@ def main(argv=None):
     parser.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
     parser.add_argument("--output", default=None, help="also write the markdown table to this file")
     parser.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS), help="methods (default: all)")
+    parser.add_argument("--search", choices=("coordinate", "grid"), default="coordinate",
+                        help="the inner search: one precision after the other on ladders (default) or a joint 6 x 5 "
+                             "grid in the authors' box (as many evaluations as their Bayesian optimisation)")
+    parser.add_argument("--init", choices=("pytorch", "efvi"), default="pytorch",
+                        help="the networks' start: PyTorch's nn.Linear default as the authors' (default) or efvi's MLP's")
     parser.add_argument("--folds", type=int, choices=(1, 5), default=1,
                         help="the inner search's score: one validation fifth (1, default) or 5-fold "
                              "cross-validation as the authors (5)")
@@ -88,14 +96,14 @@ def main(argv=None):
         parser.error(f"--splits must be in 1..20; got {n_splits}")
     epochs = 10 if args.quick else None
     start = time.perf_counter()
-    results = run(args.sets, n_splits, epochs, args.jobs, args.methods, args.folds)
+    results = run(args.sets, n_splits, epochs, args.jobs, args.methods, args.folds, args.init, args.search)
     seconds = time.perf_counter() - start
     summaries = {name: {method: summarise(runs) for method, runs in by_method.items()}
                  for name, by_method in results.items()}
     table = markdown_table(summaries, n_splits)
     note = (f"\n\n{len(args.sets)} sets x {n_splits} splits x {len(args.methods)} methods, "
             f"{'10' if args.quick else '40'} epochs, inner search on "
-            f"{'5-fold cross-validation' if args.folds == 5 else 'one validation fifth'}, "
+            f"{'5-fold cross-validation' if args.folds == 5 else 'one validation fifth'}, {args.search} search, {args.init} start, "
             f"{args.jobs} processes: {seconds:.0f} s wall clock.\n")
     print("\n" + table + note)
     if args.output:
