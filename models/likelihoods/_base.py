@@ -40,6 +40,7 @@ from ...expfam.checks import as_float
 from .._parallel import map_points
 from . import _kernels
 from ._checks import as_vector, check_gaussian_marginals, check_same_length, raise_outside_support
+from ._saved import spec_of
 from ._quadrature import DEFAULT_N_POINTS, PREDICT_N_POINTS, PRICE_BELOW, check_n_points, gauss_hermite, ladder
 
 _NO_PARAMS = np.zeros(1)
@@ -472,8 +473,6 @@ class Likelihood:
             :class:`Custom` log density, a subclass of your own): rebuilding it
             would mean running code named by a file.
         """
-        from .spec import spec_of
-
         arguments = self._spec_arguments()
         if self.n_points != DEFAULT_N_POINTS:
             arguments["n_points"] = self.n_points

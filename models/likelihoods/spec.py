@@ -13,6 +13,7 @@ import numpy as np
 
 from ...inference.result import register_likelihood_loader
 
+from ._saved import SAVED_CLASSES, spec_of
 from .aliases import BernoulliLogit, BernoulliProbit, BinomialLogit, GammaLogLink
 from .bernoulli import Bernoulli
 from .binomial import Binomial
@@ -23,36 +24,9 @@ from .negative_binomial import NegativeBinomial
 from .poisson import Poisson
 from .student_t import StudentT
 
-SAVED_CLASSES = {cls.__name__: cls for cls in (
+SAVED_CLASSES.update({cls.__name__: cls for cls in (
     Gaussian, Bernoulli, Binomial, Poisson, NegativeBinomial, Gamma, Exponential, StudentT,
-    BernoulliLogit, BernoulliProbit, BinomialLogit, GammaLogLink)}
-"""The likelihood classes that :func:`from_spec` builds, by name."""
-
-
-def spec_of(likelihood, arguments):
-    """``{"class": name, "arguments": ...}`` of ``likelihood`` with the constructor's ``arguments`` made JSON-safe.
-
-    Raises
-    ------
-    ValueError
-        If the class is not one of :data:`SAVED_CLASSES`.
-    """
-    name = type(likelihood).__name__
-    if SAVED_CLASSES.get(name) is not type(likelihood):
-        raise ValueError(
-            f"a {name} likelihood cannot be saved: a file holds numbers and names, never code, so only efvi's own "
-            f"likelihood classes ({', '.join(SAVED_CLASSES)}) can be rebuilt from one; a Custom likelihood (Python "
-            "functions) or a class of your own stays in your code: pass it again after loading")
-    return {"class": name, "arguments": {key: _json_value(value) for key, value in arguments.items()
-                                         if value is not None}}        # None: the constructor's default
-
-
-def _json_value(value):
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
+    BernoulliLogit, BernoulliProbit, BinomialLogit, GammaLogLink)})
 
 
 def from_spec(spec):
