@@ -34,8 +34,7 @@ from ..result import open_archive, save_archive
 from . import _stopping
 from ._run import HALVINGS_DOMINATE, RunState
 from ._steps import MAX_BACKOFFS, STEPS
-from .fit import _check, _check_learning_rate, _check_tol
-from .result import BBVIResult
+from ._checks import _check, _check_learning_rate, _check_tol
 
 FORMAT = "efvi-bbvi-1"
 _CONTENT = {"blocks", "options", "converged", "message", "iteration", "n_backoffs", "n_halved_steps", "elapsed",
@@ -75,10 +74,10 @@ def _plain(value):
     return value.tolist() if isinstance(value, np.ndarray) else value
 
 
-def load(path):
-    """The :class:`BBVIResult` saved at ``path``, every entry checked (see the module notes)."""
+def load(path, result_class):
+    """The ``result_class`` (:class:`BBVIResult`) saved at ``path``, every entry checked (see the module notes)."""
     with open_archive(path, FORMAT, "black-box VI fit") as archive:
-        result = _Loader(archive).result()
+        result = _Loader(archive).result(result_class)
         archive.finish()
     return result
 
@@ -118,7 +117,7 @@ class _Loader:
         return a.tolist()
 
     # ------------------------------------------------------------------ the pieces
-    def result(self):
+    def result(self, result_class):
         posterior = self.posterior()
         options = self.options(posterior)
         n = self.integer("iteration")
@@ -145,7 +144,7 @@ class _Loader:
         self.archive.check(converged == expected, "__meta__.content.converged",
                            f"must be {str(expected).lower()}, what the stopping rule says of the saved traces; "
                            f"got {str(converged).lower()}")
-        return BBVIResult(state, options, converged, message)
+        return result_class(state, options, converged, message)
 
     def posterior(self):
         blocks = self.content["blocks"]

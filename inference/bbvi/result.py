@@ -2,6 +2,8 @@
 
 import numpy as np
 
+from . import _file
+
 
 class BBVIResult:
     """What :func:`efvi.inference.bbvi.fit` returns.
@@ -132,9 +134,7 @@ class BBVIResult:
         It holds everything :func:`efvi.inference.bbvi.resume` needs except
         code: the log joint, and the learning rate if it was a schedule.
         """
-        from ._file import save
-
-        save(self, path)
+        _file.save(self, path)
 
     @classmethod
     def load(cls, path):
@@ -145,6 +145,4 @@ class BBVIResult:
         malformed or inconsistent with the others, raises
         :class:`efvi.inference.FitFileError` naming the file and the entry.
         """
-        from ._file import load
-
-        return load(path)
+        return _file.load(path, cls)
