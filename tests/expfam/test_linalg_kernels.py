@@ -170,3 +170,26 @@ def test_compensated_sums_and_the_fused_multiply_add_are_exact():
         assert abs(np.sum(values) - exact) > 1e3 * bound
     for a, b in rng.standard_normal((50, 2)) * 10.0 ** rng.uniform(-100, 100, (50, 2)):
         assert Fraction(product_error(a, b)) == Fraction(a) * Fraction(b) - Fraction(a * b)
+
+
+def test_frozen_and_writable_inputs_share_one_compiled_specialisation():
+    # a family's parameters are read-only arrays and temporaries are writable: the wrappers pass every input
+    # read-only, so that each kernel compiles once for both (a specialisation costs about a second)
+    from efvi.expfam import _linalg_kernels as kernels
+
+    rng = np.random.default_rng(3)
+    a, _ = random_spd(rng, 3, batch=(4,))
+    frozen = a.copy()
+    frozen.flags.writeable = False
+    b = rng.normal(size=(4, 3))
+    compiled = (kernels.symmetric_cholesky_kernel, kernels.refined_solve_kernel, kernels.quad_form_kernel)
+
+    def use(matrix):
+        chol = _linalg.symmetric_cholesky(matrix)
+        _linalg.pd_solve(matrix, chol, b)
+        _linalg.pd_inverse(matrix, "a")
+        _linalg.quad_form_chol(chol, b)
+        return [len(kernel.signatures) for kernel in compiled]
+
+    assert use(a) == use(frozen), [kernel.signatures for kernel in compiled]
+    assert not hasattr(kernels, "refined_inverse_kernel")   # the inverse is the refined solve of the identity
