@@ -6,7 +6,6 @@ of IVON is linear in them, Vadam's is the square of their average: both as
 on the joined batch); VOGN all-reduces its per-example sums itself.
 """
 
-import socket
 import sys
 
 import pytest
@@ -58,8 +57,10 @@ def _run(name, model, opt, x, t):
 NAMES = ["IVON", "Vadam", "VOGN"]
 
 
-def _worker(rank, port, out):
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
+def _worker(rank, rendezvous, out):
+    # a file rendezvous, not a TCP port chosen in advance: under pytest-xdist another test process can take
+    # a port between the parent's probe and rank 0's bind (a crashed gloo store: SIGABRT)
+    dist.init_process_group("gloo", init_method=f"file://{rendezvous}", rank=rank, world_size=2)
     try:
         torch.set_num_threads(1)
         results = {}
@@ -76,16 +77,12 @@ def _worker(rank, port, out):
         dist.destroy_process_group()
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def distributed(tmp_path_factory):
-    out = tmp_path_factory.mktemp("ddp") / "params.pt"
-    torch.multiprocessing.start_processes(_worker, args=(_free_port(), str(out)), nprocs=2, start_method="spawn")
+    folder = tmp_path_factory.mktemp("ddp")
+    out = folder / "params.pt"
+    torch.multiprocessing.start_processes(_worker, args=(str(folder / "rendezvous"), str(out)), nprocs=2,
+                                          start_method="spawn")
     return torch.load(out)
 
 
