@@ -5,8 +5,7 @@ import copy
 import numpy as np
 
 from ...expfam.checks import check_integer
-from ._checks import (ESTIMATORS, REPARAMETERISABLE, _check, _check_expected, _check_learning_rate,  # noqa: F401
-                      _check_tol, _check_warn)
+from ._checks import _check, _check_expected, _check_learning_rate, _check_tol, _check_warn
 from ._gradient import GradientEstimate, estimate
 from ._joint import SINGLE_BLOCK
 from ._run import RunState, run
