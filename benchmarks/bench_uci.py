@@ -76,10 +76,8 @@ from _uci import METHODS, markdown_table, run_split, summarise  # noqa: E402
 
 def _task(name, k, epochs, methods=METHODS, folds=1, init="pytorch", search="coordinate"):
     """The methods on split ``k`` of set ``name`` (one process-pool task)."""
-    import _uci
-    _uci.INIT = init
     data = load_uci(name)
-    return name, k, {method: run_split(data, k, method, epochs, folds=folds, search=search, name=name)
+    return name, k, {method: run_split(data, k, method, epochs, folds=folds, search=search, name=name, init=init)
                      for method in methods}
 
 

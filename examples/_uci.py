@@ -154,12 +154,14 @@ INIT = "pytorch"
 (the MLP's own)."""
 
 
-def train(method, X, y, noise_precision, prior_precision, epochs, batch_size, seed, final=True):
+def train(method, X, y, noise_precision, prior_precision, epochs, batch_size, seed, final=True, init=INIT):
     """``(net, optimizer)`` after ``epochs`` passes of shuffled minibatches over standardised ``(X, y)``
-    (``final``: see :func:`make_optimizer`; the start: :data:`INIT`)."""
+    (``final``: see :func:`make_optimizer`; ``init``, the start: :data:`INIT`)."""
+    if init not in ("pytorch", "efvi"):
+        raise ValueError(f'init must be "pytorch" or "efvi"; got {init!r}')
     net = nn.MLP([X.shape[1], 50, 1], "relu", likelihood=likelihoods.Gaussian(variance=1.0 / noise_precision))
     opt = make_optimizer(method, net, len(y), noise_precision, prior_precision, batch_size, seed, final)
-    if INIT == "pytorch":
+    if init == "pytorch":
         opt.mean[...] = pytorch_linear_init(net, np.random.default_rng([seed, 1]))
     rng = np.random.default_rng(seed)
     for _ in range(epochs):
@@ -212,7 +214,7 @@ def authors_grid(box):
             for b in np.linspace(alpha_lo, alpha_hi, 5)]
 
 
-def choose_precisions(method, X, y, epochs, batch_size, seed, folds=1, search="coordinate", box=None):
+def choose_precisions(method, X, y, epochs, batch_size, seed, folds=1, search="coordinate", box=None, init=INIT):
     """``(noise precision, prior precision)`` by the coordinate search of the module docstring.
 
     Each candidate pair is scored by the log-likelihood (standardised units) of a validation fifth of
@@ -236,7 +238,7 @@ def choose_precisions(method, X, y, epochs, batch_size, seed, folds=1, search="c
         total = 0.0
         for valid, fit in splits:
             net, opt = train(method, X[fit], y[fit], noise_precision, prior_precision, epochs, batch_size, seed,
-                             final=False)
+                             final=False, init=init)
             total += predictive_scores(net, opt, X[valid], y[valid], noise_precision, seed=seed)[1]
         return total / len(splits)
 
@@ -247,7 +249,7 @@ def choose_precisions(method, X, y, epochs, batch_size, seed, folds=1, search="c
     return noise_precision, prior_precision
 
 
-def run_split(data, k, method, epochs=None, seed=0, folds=1, search="coordinate", name=None):
+def run_split(data, k, method, epochs=None, seed=0, folds=1, search="coordinate", name=None, init=INIT):
     """Train and score ``method`` on split ``k`` of a :func:`load_uci` set (``folds``, ``search``:
     :func:`choose_precisions`; ``name``, the set's, selects its :data:`AUTHORS_BOX` for the grid).
 
@@ -263,8 +265,9 @@ def run_split(data, k, method, epochs=None, seed=0, folds=1, search="coordinate"
     X_train, y_train, X_test, y_mean, y_std = standardise(X_train, y_train, X_test)
     seed = seed + 1000 * k
     noise_precision, prior_precision = choose_precisions(method, X_train, y_train, epochs, data["batch_size"], seed,
-                                                         folds, search, AUTHORS_BOX.get(name))
-    net, opt = train(method, X_train, y_train, noise_precision, prior_precision, epochs, data["batch_size"], seed)
+                                                         folds, search, AUTHORS_BOX.get(name), init)
+    net, opt = train(method, X_train, y_train, noise_precision, prior_precision, epochs, data["batch_size"], seed,
+                     init=init)
     rmse, log_lik = predictive_scores(net, opt, X_test, y_test, noise_precision, y_mean, y_std, seed=seed)
     return {"rmse": rmse, "log_lik": log_lik, "noise_precision": noise_precision,
             "prior_precision": prior_precision, "seconds": time.perf_counter() - start}
