@@ -240,19 +240,10 @@ def mean_to_natural(family, mean, natural_to_mean=None, fisher=None):
     def parts(rows):
         return _params.unflatten(rows, mean, ndims)
 
-    def log_partition_of(rows):
-        """``A`` at ``rows``; ``nan`` at a row whose linear algebra fails (one failing row would fail them all)."""
-        try:
-            return np.asarray(family.log_partition(parts(rows)), dtype=float).reshape(-1)
-        except np.linalg.LinAlgError:
-            if rows.shape[0] == 1:
-                return np.full(1, np.nan)
-            return np.concatenate([log_partition_of(rows[i:i + 1]) for i in range(rows.shape[0])])
-
     def objective(rows, mu):
         """``f`` and its rounding allowance at ``rows`` (``inf`` where ``f`` is not finite)."""
         with np.errstate(all="ignore"):
-            log_partition = log_partition_of(rows)
+            log_partition = log_partition_rows(family, parts, rows)
             inner = np.sum(rows * mu, axis=-1)
             value = log_partition - inner
             allowance = 8.0 * _EPS * (np.abs(log_partition) + np.abs(inner))
@@ -349,6 +340,23 @@ def _line_search(family, parts, objective, natural_to_mean, ndims, rows, mu, gra
         updated[growing[better]], value[growing[better]] = moved[better], moved_value[better]
         growing = growing[better]
     return updated, accepted
+
+
+def log_partition_rows(family, parts, rows):
+    """``A`` at each of ``rows`` ``(n, P)`` (flattened natural parameters), shape ``(n,)``.
+
+    numpy's linear algebra raises for a whole batch when one matrix is singular
+    (a trial step of the line search can land on one that the validity test
+    let through); then the rows are evaluated one by one and a failing row's
+    ``A`` is ``nan``, which the line search treats as outside the space.  The
+    one-by-one pass runs only after such a failure.
+    """
+    try:
+        return np.asarray(family.log_partition(parts(rows)), dtype=float).reshape(-1)
+    except np.linalg.LinAlgError:
+        if rows.shape[0] == 1:
+            return np.full(1, np.nan)
+        return np.concatenate([log_partition_rows(family, parts, rows[i:i + 1]) for i in range(rows.shape[0])])
 
 
 def _raise_not_converged(family, mean, batch, failed, total):

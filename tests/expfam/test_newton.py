@@ -164,3 +164,19 @@ def test_means_outside_a_declared_mean_space_are_rejected_by_name(family, mean, 
 def test_malformed_means_name_the_part(family, mean, part):
     with pytest.raises(ValueError, match="^" + re.escape(part)):
         family.mean_to_natural(mean)
+
+
+def test_a_row_whose_linear_algebra_fails_gets_nan_and_the_others_their_log_partition():
+    # numpy raises LinAlgError for the whole stack when one matrix is singular: the line search must see
+    # that one row as outside the space, not lose the batch
+    from efvi.expfam import Gaussian, _params
+    from efvi.expfam._newton import log_partition_rows
+
+    good = Gaussian.from_mean_cov(np.array([[0.5, -1.0], [2.0, 0.3]]), np.eye(2)).natural
+    singular = (np.zeros(2), np.zeros((2, 2)))          # a zero precision: numpy.linalg.solve raises
+    stacked = tuple(np.stack([g[0], s, g[1]]) for g, s in zip(good, singular))
+    ndims = (1, 2)
+    rows = _params.flatten(stacked, ndims).reshape(3, -1)
+    values = log_partition_rows(Gaussian, lambda r: _params.unflatten(r, stacked, ndims), rows)
+    assert np.isnan(values[1])
+    np.testing.assert_allclose(values[[0, 2]], Gaussian.log_partition(good), rtol=1e-14)
